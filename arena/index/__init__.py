@@ -1,0 +1,1 @@
+"""Fixed-answer index suite (Artificial Analysis Intelligence Index method)."""

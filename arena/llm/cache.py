@@ -1,0 +1,178 @@
+"""Persistent, content-addressed response cache (SQLite in WAL mode).
+
+Each row is keyed by a hash of everything that determines an answer: the endpoint's
+model, the messages, the sampling params, the prompt-template version and a repeat index.
+A rerun therefore costs no calls, and a changed prompt never gets a stale answer.
+Failures are stored with ``status='failed'`` so they are visible and can be re-asked, but
+they are never returned as answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    text TEXT,
+    payload TEXT,
+    error TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS responses_status ON responses(status);
+"""
+
+
+def cache_key(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    template_version: str = "",
+    repeat: int = 0,
+) -> str:
+    """SHA-256 over the canonical JSON of what determines a response."""
+    blob = json.dumps(
+        {
+            "model": model,
+            "messages": list(messages),
+            "params": dict(params),
+            "template": template_version,
+            "repeat": repeat,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    key: str
+    status: str
+    text: str | None
+    payload: dict[str, Any]
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    cost: float
+    attempts: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class ResponseCache:
+    """SQLite-backed cache; every write is committed at once so a kill loses nothing paid for."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # check_same_thread=False: the asyncio client may hand writes to a worker thread.
+        self._db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "ResponseCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, key: str) -> CachedResponse | None:
+        row = self._db.execute(
+            "SELECT key, status, text, payload, error, prompt_tokens, completion_tokens,"
+            " reasoning_tokens, cost, attempts FROM responses WHERE key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        return CachedResponse(
+            key=row[0],
+            status=row[1],
+            text=row[2],
+            payload=json.loads(row[3]) if row[3] else {},
+            error=row[4],
+            prompt_tokens=row[5],
+            completion_tokens=row[6],
+            reasoning_tokens=row[7],
+            cost=row[8],
+            attempts=row[9],
+        )
+
+    def put(
+        self,
+        key: str,
+        *,
+        model: str,
+        endpoint: str,
+        stage: str,
+        ok: bool,
+        text: str | None,
+        payload: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        cost: float = 0.0,
+        attempts: int = 0,
+    ) -> None:
+        if ok and text is None:
+            raise ValueError("a successful response needs text")
+        # A success never gets overwritten by a later failure of the same request.
+        self._db.execute(
+            "INSERT INTO responses (key, model, endpoint, stage, status, text, payload, error,"
+            " prompt_tokens, completion_tokens, reasoning_tokens, cost, attempts, created)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(key) DO UPDATE SET status=excluded.status, text=excluded.text,"
+            " payload=excluded.payload, error=excluded.error, prompt_tokens=excluded.prompt_tokens,"
+            " completion_tokens=excluded.completion_tokens, reasoning_tokens=excluded.reasoning_tokens,"
+            " cost=excluded.cost, attempts=excluded.attempts, created=excluded.created"
+            " WHERE responses.status = 'failed'",
+            (
+                key,
+                model,
+                endpoint,
+                stage,
+                "ok" if ok else "failed",
+                text,
+                json.dumps(dict(payload or {}), ensure_ascii=False),
+                error,
+                prompt_tokens,
+                completion_tokens,
+                reasoning_tokens,
+                cost,
+                attempts,
+                time.time(),
+            ),
+        )
+
+    def stats(self) -> dict[str, int]:
+        rows = self._db.execute("SELECT status, COUNT(*) FROM responses GROUP BY status").fetchall()
+        return {status: n for status, n in rows}
+
+    def failed_keys(self) -> Iterator[str]:
+        for (key,) in self._db.execute("SELECT key FROM responses WHERE status = 'failed'"):
+            yield key

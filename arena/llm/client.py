@@ -1,0 +1,368 @@
+"""The single asynchronous LLM client used by every stage.
+
+It owns, in one place: per-endpoint bounded concurrency and request-rate limits, retries
+with exponential backoff and jitter that honour ``Retry-After``, timeouts, the persistent
+content-addressed cache, usage/cost accounting, dry-run estimates, and key hygiene.
+Callers describe *what* to ask with :class:`ChatRequest`; they never build API clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
+
+import openai
+
+from arena.llm.cache import ResponseCache, cache_key
+from arena.llm.cost import DryRunEstimate, UsageLedger, estimate_tokens
+from arena.llm.endpoints import Endpoint
+
+# Status codes that a retry can fix; anything else 4xx is the caller's mistake.
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+
+
+@dataclass(eq=False)
+class ChatRequest:
+    """One chat completion to make.
+
+    ``params`` override the endpoint's own params. ``template_version`` is the content hash of
+    the prompt template that produced ``messages``; with ``repeat`` (for repeated sampling of
+    the same prompt) it is part of the cache key. ``meta`` travels with the result untouched.
+    """
+
+    endpoint: str
+    messages: Sequence[Mapping[str, Any]]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    template_version: str = ""
+    stage: str = "default"
+    repeat: int = 0
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class ChatResult:
+    request: ChatRequest
+    key: str
+    ok: bool
+    text: str | None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float = 0.0
+    cached: bool = False
+    attempts: int = 0
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class _RateLimiter:
+    """Spaces request starts so that at most ``rpm`` start in any minute on average."""
+
+    def __init__(self, rpm: float):
+        self.interval = 60.0 / rpm
+        self.next_start = 0.0
+        self.lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next_start)
+            self.next_start = start + self.interval
+        if start > now:
+            await asyncio.sleep(start - now)
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LLMClient:
+    """Make chat completions through OpenAI-compatible endpoints, cached and accounted.
+
+    Parameters
+    ----------
+    endpoints: the declared endpoints by name.
+    cache: where responses (and failures) persist; ``None`` disables caching.
+    ledger: usage accumulator; a fresh one is made if omitted.
+    retry_failed: re-ask requests whose cached outcome is a failure.
+    backoff_base, backoff_max: seconds for exponential backoff (``base * 2**attempt``, capped,
+        with full jitter in [0.5, 1]).
+    environ: where API keys are read from (defaults to ``os.environ``).
+    seed: seeds the jitter so retry timing is reproducible in tests.
+    """
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, Endpoint],
+        cache: ResponseCache | None = None,
+        *,
+        ledger: UsageLedger | None = None,
+        retry_failed: bool = False,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        environ: Mapping[str, str] | None = None,
+        seed: int | None = None,
+    ):
+        self.endpoints = dict(endpoints)
+        self.cache = cache
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.retry_failed = retry_failed
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._environ = os.environ if environ is None else environ
+        self._rng = random.Random(seed)
+        self._clients: dict[str, openai.AsyncOpenAI] = {}
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._limiters: dict[str, _RateLimiter] = {}
+        self._inflight: dict[str, asyncio.Future] = {}
+        self._secrets = self._collect_secrets()
+
+    # ----------------------------------------------------------------- helpers
+    def endpoint(self, name: str) -> Endpoint:
+        try:
+            return self.endpoints[name]
+        except KeyError:
+            known = ", ".join(sorted(self.endpoints)) or "none"
+            raise KeyError(f"unknown endpoint '{name}' (declared: {known})") from None
+
+    def _collect_secrets(self) -> list[str]:
+        out = []
+        for ep in self.endpoints.values():
+            if ep.api_key_env and self._environ.get(ep.api_key_env):
+                out.append(self._environ[ep.api_key_env])
+        return [s for s in out if len(s) >= 4]
+
+    def scrub(self, text: str) -> str:
+        """Remove any API key value from text bound for logs, caches or files."""
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        return text
+
+    def request_params(self, req: ChatRequest) -> dict[str, Any]:
+        return {**self.endpoint(req.endpoint).params, **req.params}
+
+    def key_for(self, req: ChatRequest) -> str:
+        ep = self.endpoint(req.endpoint)
+        return cache_key(ep.model, req.messages, self.request_params(req), req.template_version, req.repeat)
+
+    def check_keys(self, names: Iterable[str]) -> None:
+        """Fail early, and without naming any value, when a declared key variable is unset."""
+        for name in set(names):
+            ep = self.endpoint(name)
+            if ep.api_key_env and not self._environ.get(ep.api_key_env):
+                raise RuntimeError(f"endpoint '{name}' needs the environment variable {ep.api_key_env}, which is not set")
+
+    def _client(self, ep: Endpoint) -> openai.AsyncOpenAI:
+        client = self._clients.get(ep.name)
+        if client is None:
+            key = self._environ.get(ep.api_key_env, "") if ep.api_key_env else ""
+            # The SDK's default pool (1000 connections) exceeds any max_concurrency we allow.
+            client = openai.AsyncOpenAI(
+                api_key=key or "EMPTY",
+                base_url=ep.base_url,
+                timeout=ep.timeout,
+                max_retries=0,  # retries are ours: Retry-After, jitter and attempt caps live here
+            )
+            self._clients[ep.name] = client
+            self._semaphores[ep.name] = asyncio.Semaphore(ep.max_concurrency)
+            if ep.rpm:
+                self._limiters[ep.name] = _RateLimiter(ep.rpm)
+        return client
+
+    async def aclose(self) -> None:
+        for c in self._clients.values():
+            await c.close()
+        self._clients.clear()
+        self._semaphores.clear()
+        self._limiters.clear()
+
+    # ----------------------------------------------------------------- dry run
+    def estimate(self, requests: Iterable[ChatRequest], *, output_tokens: int | None = None) -> DryRunEstimate:
+        """Count the calls a run would make and their cost, without calling anything."""
+        est = DryRunEstimate()
+        seen: set[str] = set()
+        for req in requests:
+            ep = self.endpoint(req.endpoint)
+            key = self.key_for(req)
+            hit = self.cache.get(key) if self.cache else None
+            will_call = key not in seen and (hit is None or (not hit.ok and self.retry_failed))
+            seen.add(key)
+            ptok = sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in req.messages)
+            params = self.request_params(req)
+            ctok = output_tokens or ep.expected_output_tokens or int(params.get("max_tokens") or params.get("max_completion_tokens") or 1024)
+            est.add(req.stage, req.endpoint, call=will_call, prompt_tokens=ptok, completion_tokens=ctok, cost=ep.cost(ptok, ctok))
+        return est
+
+    # ----------------------------------------------------------------- calls
+    async def chat(self, req: ChatRequest) -> ChatResult:
+        """One request: from the cache if possible, else the API with retries; never raises
+        for API trouble (the result says ``ok=False`` with the error)."""
+        ep = self.endpoint(req.endpoint)
+        key = self.key_for(req)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None and (hit.ok or not self.retry_failed):
+                self.ledger.record(req.stage, ep.name, cached=True, ok=hit.ok, cost=hit.cost)
+                return ChatResult(
+                    request=req, key=key, ok=hit.ok, text=hit.text, error=hit.error,
+                    prompt_tokens=hit.prompt_tokens, completion_tokens=hit.completion_tokens,
+                    reasoning_tokens=hit.reasoning_tokens, cost=hit.cost, cached=True,
+                    attempts=hit.attempts, payload=hit.payload,
+                )
+        # Identical requests in flight at once share one call.
+        pending = self._inflight.get(key)
+        if pending is not None:
+            res: ChatResult = await asyncio.shield(pending)
+            return ChatResult(**{**res.__dict__, "request": req, "cached": True})
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            res = await self._call(ep, req, key)
+            fut.set_result(res)
+            return res
+        except BaseException as exc:  # cancelled: let waiters see it too
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved
+            raise
+        finally:
+            self._inflight.pop(key, None)
+
+    async def _call(self, ep: Endpoint, req: ChatRequest, key: str) -> ChatResult:
+        client = self._client(ep)
+        params = self.request_params(req)
+        attempts = 0
+        last_error = "no attempt made"
+        async with self._semaphores[ep.name]:
+            while True:
+                attempts += 1
+                limiter = self._limiters.get(ep.name)
+                if limiter is not None:
+                    await limiter.wait()
+                try:
+                    text, payload, usage = await self._attempt(client, ep, req, params)
+                except _Retryable as exc:
+                    last_error = self.scrub(str(exc))
+                    if attempts > ep.max_retries:
+                        break
+                    await asyncio.sleep(self._backoff(attempts, exc.retry_after))
+                    continue
+                except openai.APIStatusError as exc:  # non-retryable HTTP status
+                    last_error = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
+                    break
+                ptok, ctok, rtok = usage
+                cost = ep.cost(ptok, ctok)
+                result = ChatResult(
+                    request=req, key=key, ok=True, text=text, prompt_tokens=ptok, completion_tokens=ctok,
+                    reasoning_tokens=rtok, cost=cost, attempts=attempts, payload=payload,
+                )
+                self._store(result)
+                return result
+        result = ChatResult(request=req, key=key, ok=False, text=None, error=last_error, attempts=attempts)
+        self._store(result)
+        return result
+
+    async def _attempt(
+        self, client: openai.AsyncOpenAI, ep: Endpoint, req: ChatRequest, params: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any], tuple[int, int, int]]:
+        try:
+            resp = await client.chat.completions.create(model=ep.model, messages=list(req.messages), **params)
+        except openai.APIStatusError as exc:
+            if exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500:
+                raise _Retryable(f"HTTP {exc.status_code}: {exc.message}", _retry_after(exc.response)) from None
+            raise
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # malformed body, protocol errors: the server's fault, retry
+            raise _Retryable(f"malformed response: {type(exc).__name__}: {exc}") from None
+        choices = getattr(resp, "choices", None)
+        if not choices or not hasattr(choices[0], "message"):
+            raise _Retryable("malformed response: no choices")
+        msg = choices[0].message
+        text = msg.content
+        if text is None:
+            raise _Retryable(f"empty response (finish_reason={choices[0].finish_reason})")
+        payload: dict[str, Any] = {"finish_reason": choices[0].finish_reason}
+        reasoning = getattr(msg, "reasoning_content", None) or (msg.model_extra or {}).get("reasoning_content")
+        if reasoning:
+            payload["reasoning_content"] = reasoning
+        usage = getattr(resp, "usage", None)
+        ptok = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ctok = int(getattr(usage, "completion_tokens", 0) or 0)
+        details = getattr(usage, "completion_tokens_details", None)
+        rtok = int(getattr(details, "reasoning_tokens", 0) or 0) if details is not None else 0
+        return text, payload, (ptok, ctok, rtok)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = min(self.backoff_max, self.backoff_base * (2 ** (attempt - 1))) * self._rng.uniform(0.5, 1.0)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return delay
+
+    def _store(self, res: ChatResult) -> None:
+        req = res.request
+        ep = self.endpoint(req.endpoint)
+        self.ledger.record(
+            req.stage, ep.name, cached=False, ok=res.ok, prompt_tokens=res.prompt_tokens,
+            completion_tokens=res.completion_tokens, reasoning_tokens=res.reasoning_tokens, cost=res.cost,
+        )
+        if self.cache is not None:
+            self.cache.put(
+                res.key, model=ep.model, endpoint=ep.name, stage=req.stage, ok=res.ok, text=res.text,
+                payload=res.payload, error=res.error, prompt_tokens=res.prompt_tokens,
+                completion_tokens=res.completion_tokens, reasoning_tokens=res.reasoning_tokens,
+                cost=res.cost, attempts=res.attempts,
+            )
+
+    async def chat_many(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        on_result: Callable[[ChatResult], Awaitable[None] | None] | None = None,
+        progress: Callable[[ChatResult], None] | None = None,
+    ) -> list[ChatResult]:
+        """Run requests concurrently (bounded per endpoint); results come back in input order.
+
+        ``on_result`` sees each result as soon as it is ready, so stages can append it to their
+        output file at once and a kill loses nothing already paid for.
+        """
+
+        async def one(req: ChatRequest) -> ChatResult:
+            res = await self.chat(req)
+            if on_result is not None:
+                maybe = on_result(res)
+                if asyncio.iscoroutine(maybe):
+                    await maybe
+            if progress is not None:
+                progress(res)
+            return res
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
+
+
+def _retry_after(response: Any) -> float | None:
+    if response is None:
+        return None
+    value = response.headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
