@@ -2,12 +2,295 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+from typing import Iterator, List, Optional
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from arena.audit.cli import audit_app, import_app
+from arena.errors import InputError
 from arena.index.cli import app as index_app
 
 app = typer.Typer(help="Rank language models on hard prompts with an LLM judge.", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 app.add_typer(audit_app, name="audit")
 app.add_typer(import_app, name="import")
+
+console = Console()
+err_console = Console(stderr=True)
+
+SMALL_MODEL_WARNING = (
+    "[yellow]Note:[/] the embedded SmolLM2-135M model is far too small to judge anything; its verdicts "
+    "are not meaningful. It only proves the pipeline works end to end. Point `endpoints:` at a real "
+    "model (base_url + api_key_env) to get real results."
+)
+
+
+def fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(code=2)
+
+
+def df_table(df, title: str | None = None, floats: str = "{:.2f}") -> Table:
+    t = Table(title=title)
+    for c in df.columns:
+        t.add_column(str(c), justify="right" if df[c].dtype.kind in "if" else "left")
+    for row in df.itertuples(index=False):
+        t.add_row(*[floats.format(v) if isinstance(v, float) else str(v) for v in row])
+    return t
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, label: str) -> Iterator:
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, disable=total == 0, transient=False,
+    ) as prog:
+        task = prog.add_task(label, total=total)
+        yield lambda *a: prog.advance(task)
+
+
+@contextlib.contextmanager
+def run_context(cfg, retry_failed: bool) -> Iterator:
+    """Start the embedded model if asked, and build the one client for the run."""
+    from arena.llm import LLMClient, ResponseCache
+    from arena.local_model import LocalModelServer
+
+    server = None
+    if cfg.local_model:
+        if cfg.local_model.lower() not in {"smollm2", "smollm2-135m"}:
+            raise InputError(f"unknown local model '{cfg.local_model}' (available: smollm2)", path=cfg.source, field="local_model")
+        server = LocalModelServer(log_path=cfg.output_dir / "local_model.log")
+        cfg.output_dir.mkdir(parents=True, exist_ok=True)
+        err_console.print(f"starting the embedded model on {server.base_url} ...")
+        server.start()
+        err_console.print(SMALL_MODEL_WARNING)
+    try:
+        endpoints = cfg.load_endpoints(server.base_url if server else None)
+        cache = ResponseCache(cfg.cache_path)
+        client = LLMClient(endpoints, cache, retry_failed=retry_failed, backoff_base=cfg.backoff_base, backoff_max=cfg.backoff_max)
+        try:
+            yield client
+        finally:
+            cache.close()
+    finally:
+        if server:
+            server.stop()
+
+
+def _print_usage(client) -> None:
+    df = client.ledger.to_frame()
+    if not df.empty:
+        console.print(df_table(df[["stage", "endpoint", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost"]], title="Usage", floats="{:.4f}"))
+
+
+def _print_estimate(est) -> None:
+    console.print(df_table(est.to_frame(), title="Dry run: nothing was called", floats="{:.4f}"))
+    console.print(f"[bold]{est.calls}[/] calls, estimated cost [bold]${est.cost:.4f}[/] (output tokens assumed at max_tokens or expected_output_tokens)")
+
+
+def _do_answers(cfg, client, dry_run: bool):
+    from arena.answers import estimate_answers, generate_answers
+    from arena.formats import read_questions
+    from arena.prompts import load_template
+
+    if cfg.answers is None:
+        raise InputError("the config has no 'answers' section", path=cfg.source, field="answers")
+    questions = read_questions(cfg.questions)
+    system = load_template(cfg.answers.system_prompt) if cfg.answers.system_prompt else None
+    if dry_run:
+        return estimate_answers(client, cfg.answers.models, questions, cfg.answer_dir, system, cfg.answers.params)
+    client.check_keys(cfg.answers.models)
+    total = len(questions) * len(cfg.answers.models)
+    with progress_bar(total, "answers") as tick:
+        reports = asyncio.run(_with_close(client, generate_answers(client, cfg.answers.models, questions, cfg.answer_dir, system=system, params=cfg.answers.params, on_progress=tick)))
+    for r in reports:
+        msg = f"{r.model}: {r.written} written, {r.done_before} already done, {r.failed} failed"
+        console.print(msg + (" (rerun with --retry-failed to re-ask)" if r.failed else ""))
+        for e in r.errors[:3]:
+            console.print(f"  [red]{e}[/]")
+    return None
+
+
+def _judge_inputs(cfg):
+    from arena.answers import answers_by_model
+    from arena.formats import read_questions
+    from arena.judge import JudgeTemplates, check_answers_match
+
+    if cfg.judge is None:
+        raise InputError("the config has no 'judge' section", path=cfg.source, field="judge")
+    j = cfg.judge
+    questions = read_questions(cfg.questions)
+    models = j.models or [m for m in (cfg.answers.models if cfg.answers else []) if m != j.baseline]
+    if not models:
+        raise InputError("no models to judge: list them under judge.models", path=cfg.source, field="judge.models")
+    tpl = JudgeTemplates.load(j.system_prompt, j.template, j.reask_prompt)
+    return questions, models, tpl
+
+
+def _do_judge(cfg, client, dry_run: bool, retry_failed: bool):
+    from arena.answers import answers_by_model
+    from arena.judge import check_answers_match, estimate_judging, judge_models
+
+    questions, models, tpl = _judge_inputs(cfg)
+    j = cfg.judge
+    if dry_run:
+        answers = answers_by_model(cfg.answer_dir, [j.baseline, *models])
+        return estimate_judging(client, j.endpoint, tpl, questions, answers, models, j.baseline, j.params)
+    check_answers_match(questions, cfg.answer_dir, models, j.baseline)
+    answers = answers_by_model(cfg.answer_dir, [j.baseline, *models])
+    client.check_keys([j.endpoint])
+    with progress_bar(len(questions) * len(models), f"judge ({j.endpoint})") as tick:
+        reports = asyncio.run(_with_close(client, judge_models(
+            client, j.endpoint, tpl, questions, answers, models, j.baseline, cfg.judgment_dir(),
+            params=j.params, reask=j.reask, retry_failed=retry_failed, on_progress=tick,
+        )))
+    for r in reports:
+        console.print(
+            f"{r.model}: {r.judged} judged now, {r.done_before} already done, {r.games} games "
+            f"({r.unparsed} unparsed, {r.failed} failed, {r.reasked} re-asked), {r.missing_answers} prompts lacking an answer"
+        )
+    return None
+
+
+async def _with_close(client, coro):
+    try:
+        return await coro
+    finally:
+        await client.aclose()
+
+
+def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, ci: float, strong_weight: float, output: Optional[Path], answer_dirs: List[Path]):
+    from arena.show import ShowOptions, compute_leaderboard, load_judgments, locate_answer_dir, write_leaderboard
+
+    judgments = load_judgments(judgment_dirs)
+    if not answer_dirs:
+        answer_dirs = [d for d in (locate_answer_dir(p) for p in judgment_dirs) if d is not None]
+    lb = compute_leaderboard(judgments, ShowOptions(baseline, bootstrap, seed, ci, strong_weight), answer_dirs)
+    console.print(df_table(lb.table, title=f"Win rate against {baseline} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"))
+    unparsed = int(lb.table["n_unparsed"].sum())
+    if unparsed:
+        console.print(f"[yellow]{unparsed} games had no usable verdict or failed; they are counted in n_unparsed and left out of the scores.[/]")
+    if output:
+        write_leaderboard(lb, output)
+        console.print(f"wrote {output}")
+    return lb
+
+
+CONFIG_OPT = typer.Option(..., "--config", "-c", help="Run config (YAML).", exists=False)
+
+
+@app.command()
+def answers(config: Path = CONFIG_OPT, dry_run: bool = typer.Option(False, "--dry-run", help="Count calls and estimate cost; call nothing."),
+            retry_failed: bool = typer.Option(False, "--retry-failed", help="Re-ask requests that failed before.")):
+    """Generate model answers into OUTPUT_DIR/model_answer/<model>.jsonl (resumable)."""
+    from arena.config import load_run_config
+
+    try:
+        cfg = load_run_config(config)
+        if dry_run:
+            cfg = cfg.model_copy(update={"local_model": None}) if cfg.local_model else cfg
+        with run_context(cfg, retry_failed) if not dry_run else _dry_context(cfg) as client:
+            est = _do_answers(cfg, client, dry_run)
+            if est is not None:
+                _print_estimate(est)
+            else:
+                _print_usage(client)
+    except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
+        fail(exc)
+
+
+@app.command()
+def judge(config: Path = CONFIG_OPT, dry_run: bool = typer.Option(False, "--dry-run"), retry_failed: bool = typer.Option(False, "--retry-failed")):
+    """Judge every model against the baseline, two games per prompt (resumable)."""
+    from arena.config import load_run_config
+
+    try:
+        cfg = load_run_config(config)
+        with run_context(cfg, retry_failed) if not dry_run else _dry_context(cfg) as client:
+            est = _do_judge(cfg, client, dry_run, retry_failed)
+            if est is not None:
+                _print_estimate(est)
+            else:
+                _print_usage(client)
+    except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
+        fail(exc)
+
+
+@app.command()
+def run(config: Path = CONFIG_OPT, dry_run: bool = typer.Option(False, "--dry-run"), retry_failed: bool = typer.Option(False, "--retry-failed")):
+    """Answers, judging and the leaderboard in one go."""
+    from arena.config import load_run_config
+
+    try:
+        cfg = load_run_config(config)
+        with run_context(cfg, retry_failed) if not dry_run else _dry_context(cfg) as client:
+            if dry_run:
+                est = _do_answers(cfg, client, True)
+                est.merge(_do_judge(cfg, client, True, retry_failed))
+                _print_estimate(est)
+                return
+            _do_answers(cfg, client, False)
+            _do_judge(cfg, client, False, retry_failed)
+            _print_usage(client)
+        s = cfg.show
+        _show([cfg.judgment_dir()], cfg.judge.baseline, s.bootstrap, s.seed, s.ci, s.strong_weight, cfg.output_dir / "leaderboard.csv", [cfg.answer_dir])
+        if cfg.local_model:
+            console.print(SMALL_MODEL_WARNING)
+    except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
+        fail(exc)
+
+
+@contextlib.contextmanager
+def _dry_context(cfg) -> Iterator:
+    """A client that only reads the cache: a dry run starts no server and calls nothing."""
+    from arena.llm import LLMClient, ResponseCache
+
+    endpoints = cfg.load_endpoints("http://127.0.0.1:0/v1" if cfg.local_model else None)
+    cache = ResponseCache(cfg.cache_path) if cfg.cache_path.exists() else None
+    try:
+        yield LLMClient(endpoints, cache)
+    finally:
+        if cache:
+            cache.close()
+
+
+@app.command()
+def show(
+    judgments: List[Path] = typer.Option(..., "--judgments", "-j", help="Judgment directory or file (repeatable)."),
+    baseline: str = typer.Option(..., "--baseline", "-b"),
+    bootstrap: int = typer.Option(100, "--bootstrap", min=0, help="Bootstrap rounds (prompts resampled)."),
+    seed: int = typer.Option(0, "--seed"),
+    ci: float = typer.Option(0.95, "--ci", min=0.5, max=0.9999, help="Confidence level."),
+    strong_weight: float = typer.Option(3.0, "--strong-weight", help="How many wins a >> verdict counts for."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write FILE.csv or FILE.json."),
+    answers_dir: List[Path] = typer.Option([], "--answers", help="Answer directory for avg_tokens (default: found next to the judgments)."),
+):
+    """Print (and write) the leaderboard: win rate against the baseline with bootstrap CIs."""
+    try:
+        _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir)
+    except (InputError, ValueError) as exc:
+        fail(exc)
+
+
+@app.command("serve-local")
+def serve_local(port: int = typer.Option(8765, "--port")):
+    """Serve the embedded SmolLM2 model on 127.0.0.1:PORT until interrupted."""
+    from arena.local_model import LocalModelServer
+
+    with LocalModelServer(port=port) as srv:
+        console.print(f"serving {srv.alias} at {srv.base_url} (Ctrl-C to stop)")
+        try:
+            srv.proc.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,151 @@
+"""Generate model answers: ``model_answer/<model>.jsonl`` in arena-hard v0.1 schema.
+
+Resumable: questions already answered in the output file are skipped, every call goes through
+the shared cache, and each answer is appended the moment it is complete. Multi-turn questions
+are answered turn by turn, each turn seeing the model's earlier answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from arena.formats import Answer, JsonlAppender, Question, read_answer_file
+from arena.llm.client import ChatRequest, ChatResult, LLMClient
+from arena.llm.cost import DryRunEstimate
+from arena.markdown_stats import answer_metadata
+from arena.prompts import Template
+
+STAGE = "answers"
+
+
+@dataclass
+class AnswerReport:
+    model: str
+    done_before: int = 0
+    written: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _messages(system: Template | None, history: list[dict]) -> list[dict]:
+    return ([{"role": "system", "content": system.text}] if system else []) + history
+
+
+def answer_requests(model: str, question: Question, system: Template | None, params: dict) -> ChatRequest:
+    """The first-turn request (later turns depend on earlier answers)."""
+    return ChatRequest(
+        endpoint=model,
+        messages=_messages(system, [{"role": "user", "content": question.turns[0]}]),
+        params=params,
+        template_version=system.version if system else "",
+        stage=STAGE,
+        meta={"question_id": question.question_id},
+    )
+
+
+async def _answer_one(client: LLMClient, model: str, q: Question, system: Template | None, params: dict) -> tuple[list[ChatResult], list[str]]:
+    history: list[dict] = []
+    results: list[ChatResult] = []
+    texts: list[str] = []
+    for turn in q.turns:
+        history.append({"role": "user", "content": turn})
+        req = ChatRequest(
+            endpoint=model, messages=_messages(system, list(history)), params=params,
+            template_version=system.version if system else "", stage=STAGE, meta={"question_id": q.question_id},
+        )
+        res = await client.chat(req)
+        results.append(res)
+        if not res.ok:
+            break
+        texts.append(res.text or "")
+        history.append({"role": "assistant", "content": res.text})
+    return results, texts
+
+
+def answer_record(model: str, q: Question, results: list[ChatResult], texts: list[str]) -> dict:
+    turns = []
+    for res, text in zip(results, texts):
+        turns.append({"content": text, "token_len": res.completion_tokens or answer_metadata(text, None)["token_len"]})
+    last = texts[-1]
+    meta = answer_metadata(last, turns[-1]["token_len"])
+    meta["token_len"] = sum(t["token_len"] for t in turns)
+    return {
+        "question_id": q.question_id,
+        "answer_id": uuid.uuid5(uuid.NAMESPACE_URL, results[-1].key).hex,
+        "model_id": model,
+        "choices": [{"index": 0, "turns": turns}],
+        "tstamp": time.time(),
+        "conv_metadata": meta,
+        "usage": {
+            "prompt_tokens": sum(r.prompt_tokens for r in results),
+            "completion_tokens": sum(r.completion_tokens for r in results),
+            "reasoning_tokens": sum(r.reasoning_tokens for r in results),
+            "cost": sum(r.cost for r in results),
+        },
+    }
+
+
+def pending_questions(path: Path, questions: Sequence[Question]) -> tuple[list[Question], int]:
+    done = set(read_answer_file(path)) if path.exists() and path.stat().st_size else set()
+    todo = [q for q in questions if q.question_id not in done]
+    return todo, len(questions) - len(todo)
+
+
+def estimate_answers(client: LLMClient, models: Sequence[str], questions: Sequence[Question], answer_dir: Path, system: Template | None, params: dict) -> DryRunEstimate:
+    est = DryRunEstimate()
+    for m in models:
+        todo, _ = pending_questions(answer_dir / f"{m}.jsonl", questions) if (answer_dir / f"{m}.jsonl").exists() else (list(questions), 0)
+        est.merge(client.estimate(answer_requests(m, q, system, params) for q in todo))
+    return est
+
+
+async def generate_answers(
+    client: LLMClient,
+    models: Sequence[str],
+    questions: Sequence[Question],
+    answer_dir: Path,
+    *,
+    system: Template | None = None,
+    params: dict | None = None,
+    on_progress: Callable[[str, bool], None] | None = None,
+) -> list[AnswerReport]:
+    """Answer every question with every model, appending to ``answer_dir/<model>.jsonl``."""
+    params = dict(params or {})
+    reports = []
+    tasks = []
+    writers = {}
+    for m in models:
+        path = answer_dir / f"{m}.jsonl"
+        writers[m] = JsonlAppender(path)  # repairs a torn tail before we read it
+        todo, done = pending_questions(path, questions)
+        rep = AnswerReport(model=m, done_before=done)
+        reports.append(rep)
+
+        async def run(q: Question, m: str = m, rep: AnswerReport = rep) -> None:
+            results, texts = await _answer_one(client, m, q, system, params)
+            ok = bool(results) and results[-1].ok and len(texts) == len(q.turns)
+            if ok:
+                writers[m].append(answer_record(m, q, results, texts))
+                rep.written += 1
+            else:
+                rep.failed += 1
+                rep.errors.append(f"{q.question_id}: {results[-1].error if results else 'no call'}")
+            if on_progress:
+                on_progress(m, ok)
+
+        tasks.extend(run(q) for q in todo)
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for w in writers.values():
+            w.close()
+    return reports
+
+
+def answers_by_model(answer_dir: Path, models: Sequence[str]) -> dict[str, dict[str, Answer]]:
+    return {m: read_answer_file(answer_dir / f"{m}.jsonl", model=m) for m in models if (answer_dir / f"{m}.jsonl").exists()}

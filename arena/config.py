@@ -1,0 +1,110 @@
+"""Run configuration for ``arena answers|judge|run`` (YAML, validated, errors name the field).
+
+Paths are relative to the working directory, as in arena-hard-auto's configs. ``endpoints`` is
+either a mapping (see :mod:`arena.llm.endpoints`) or the path of a YAML file holding one.
+``local_model: smollm2`` starts the embedded model on loopback for the run; endpoints whose
+``base_url`` is ``local`` then point at it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arena.errors import InputError
+from arena.llm.endpoints import Endpoint, load_endpoints, parse_endpoints
+
+LOCAL = "local"
+
+
+class AnswerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    models: list[str]
+    system_prompt: str | None = None  # a template name in judge_prompts/ or a file
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    endpoint: str
+    baseline: str
+    models: list[str] | None = None  # default: every answer model except the baseline
+    system_prompt: str = "arena_hard_v0.1_system"
+    template: str = "arena_hard_v0.1_pairwise"
+    reask_prompt: str = "arena_hard_reask"
+    reask: bool = True
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ShowConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    bootstrap: int = Field(default=100, ge=0)
+    seed: int = 0
+    ci: float = Field(default=0.95, gt=0, lt=1)
+    strong_weight: float = Field(default=3.0, gt=0)
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = "arena"
+    questions: Path
+    output_dir: Path
+    cache: Path | None = None
+    endpoints: dict[str, Any] | str
+    local_model: str | None = None
+    answers: AnswerConfig | None = None
+    judge: JudgeConfig | None = None
+    show: ShowConfig = Field(default_factory=ShowConfig)
+    backoff_base: float = Field(default=1.0, ge=0)
+    backoff_max: float = Field(default=60.0, ge=0)
+
+    source: str = "<config>"
+
+    @property
+    def cache_path(self) -> Path:
+        return self.cache or self.output_dir / "cache.sqlite"
+
+    @property
+    def answer_dir(self) -> Path:
+        return self.output_dir / "model_answer"
+
+    def judgment_dir(self) -> Path:
+        assert self.judge is not None
+        return self.output_dir / "model_judgment" / self.judge.endpoint
+
+    def load_endpoints(self, local_base_url: str | None = None) -> dict[str, Endpoint]:
+        if isinstance(self.endpoints, str):
+            eps = load_endpoints(self.endpoints)
+        else:
+            eps = parse_endpoints(self.endpoints, source=self.source)
+        if any(ep.base_url == LOCAL for ep in eps.values()):
+            if local_base_url is None:
+                raise InputError("an endpoint uses base_url: local, which needs 'local_model: smollm2'", path=self.source, field="local_model")
+            eps = {n: ep.model_copy(update={"base_url": local_base_url}) if ep.base_url == LOCAL else ep for n, ep in eps.items()}
+        for section, names in (("answers.models", self.answers.models if self.answers else []),
+                               ("judge.endpoint", [self.judge.endpoint] if self.judge else [])):
+            for n in names:
+                if n not in eps:
+                    raise InputError(f"endpoint '{n}' is not declared under endpoints", path=self.source, field=section)
+        return eps
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read config: {exc.strerror}", path=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=str(path), line=None if mark is None else mark.line + 1) from None
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping at the top level", path=str(path))
+    try:
+        return RunConfig(**raw, source=str(path))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], path=str(path), field=".".join(str(p) for p in err["loc"])) from None

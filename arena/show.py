@@ -1,0 +1,69 @@
+"""Leaderboards from stored judgments; never calls a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from arena.errors import InputError
+from arena.formats import Judgment, read_answers, read_judgments
+from arena.ratings import Leaderboard, average_tokens, battles_from_judgments, leaderboard
+
+
+@dataclass(frozen=True)
+class ShowOptions:
+    baseline: str
+    n_bootstrap: int = 100
+    seed: int = 0
+    ci: float = 0.95
+    strong_weight: float = 3.0
+
+
+def locate_answer_dir(judgment_dir: Path) -> Path | None:
+    """arena-hard layout: ``<bench>/model_judgment/<judge>/`` next to ``<bench>/model_answer/``."""
+    for parent in (judgment_dir.parent, judgment_dir.parent.parent):
+        cand = parent / "model_answer"
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def load_judgments(dirs: Sequence[Path]) -> list[Judgment]:
+    out: list[Judgment] = []
+    for d in dirs:
+        out.extend(read_judgments(d))
+    return out
+
+
+def compute_leaderboard(judgments: Sequence[Judgment], opts: ShowOptions, answer_dirs: Sequence[Path] = ()) -> Leaderboard:
+    battles = battles_from_judgments(judgments, opts.baseline, strong_weight=opts.strong_weight)
+    if battles.empty:
+        raise InputError("the judgments hold no games")
+    opponents = set(battles["opponent"])
+    if opts.baseline not in opponents and opts.baseline not in set(battles["model"]):
+        raise InputError(f"baseline '{opts.baseline}' appears in no judgment (opponents found: {', '.join(sorted(opponents))})", field="--baseline")
+    tokens: dict[str, float] = {}
+    for d in answer_dirs:
+        tokens.update(average_tokens(read_answers(d)))
+    return leaderboard(battles, opts.baseline, n_bootstrap=opts.n_bootstrap, ci=opts.ci, rng=np.random.default_rng(opts.seed), avg_tokens=tokens)
+
+
+def write_leaderboard(lb: Leaderboard, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".json":
+        payload = {
+            "method": lb.method,
+            "ci": lb.ci,
+            "leaderboard": lb.table.replace({np.nan: None}).to_dict(orient="records"),
+        }
+        import json
+
+        path.write_text(json.dumps(payload, indent=2))
+    elif path.suffix == ".csv":
+        lb.table.to_csv(path, index=False)
+    else:
+        raise InputError("output must end in .csv or .json", path=str(path))
