@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from arena.errors import InputError
+
 
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n, k=1)
@@ -145,18 +147,23 @@ def benchmark_moments(scores, ci: float) -> "tuple[np.ndarray, np.ndarray, np.nd
     return score, lower, upper, var
 
 
-def audit_benchmark(scores, reference, names: dict[str, str] | None = None, ci: float = 0.95) -> BenchmarkAudit:
+def audit_benchmark(scores, reference, names: dict[str, str | None] | None = None, ci: float = 0.95) -> BenchmarkAudit:
     """All benchmark-quality metrics for the models that ``scores`` and ``reference`` share.
 
     ``scores``: frame with ``model, score, lower, upper`` (+ optional ``results``);
     ``reference``: frame with ``model, rating, lower, upper``; ``names`` maps benchmark model
-    names to reference names (unmapped names are used as they are).
+    names to reference names (unmapped names are used as they are; a name mapped to ``None``
+    is left unmatched).
     """
     names = names or {}
     scores = scores.copy()
     scores["ref_name"] = [names.get(m, m) for m in scores["model"]]
     ref = reference.drop_duplicates("model").set_index("model")
     matched = scores[scores["ref_name"].isin(ref.index)].reset_index(drop=True)
+    dup = matched["ref_name"].duplicated(keep=False)
+    if dup.any():
+        clash = matched.loc[dup, ["model", "ref_name"]].values.tolist()
+        raise InputError(f"several benchmark models map to one reference model: {clash}", field="names")
     unmatched_b = sorted(set(scores["model"]) - set(matched["model"]))
     unmatched_r = sorted(set(ref.index) - set(matched["ref_name"]))
     score, lower, upper, var = benchmark_moments(matched, ci)

@@ -73,3 +73,33 @@ def benchmark_cmd(
         console.print(f"unmatched benchmark models ({len(result.unmatched_benchmark)}): {', '.join(result.unmatched_benchmark)}")
     if output:
         output.write_text(json.dumps(columns, indent=2))
+
+
+@import_app.command("alpaca-eval")
+def import_alpaca_eval_cmd(
+    files: list[Path] = typer.Argument(..., help="AlpacaEval annotations.json(.gz) files or the flat preference CSV."),
+    output: Path = typer.Option(..., "--output", help="Judgment directory to write (<output>/<model>.jsonl)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Baseline model (default: generator_1 of each row)."),
+    instructions: Optional[Path] = typer.Option(
+        None, "--instructions", help="JSONL of instructions in official order; line k gets question id k."
+    ),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Annotator name where the file does not say (CSV)."),
+) -> None:
+    """Convert AlpacaEval annotations (soft preference in [1, 2]) into our judgment format."""
+    from arena.alpaca_eval import read_annotations, to_judgments, write_judgment_dir
+    from arena.formats import read_jsonl
+
+    try:
+        ids = None
+        if instructions is not None:
+            ids = {}
+            for k, (line, rec) in enumerate(read_jsonl(instructions)):
+                if not isinstance(rec.get("instruction"), str):
+                    raise InputError("missing instruction", path=str(instructions), line=line, field="instruction")
+                ids.setdefault(rec["instruction"], str(k))
+        annotations = [a for f in files for a in read_annotations(f, instruction_ids=ids, annotator=judge)]
+        counts = write_judgment_dir(to_judgments(annotations, baseline), output)
+    except InputError as exc:
+        _fail(exc)
+    failed = sum(a.preference is None for a in annotations)
+    console.print(f"wrote {sum(counts.values())} judgments for {len(counts)} models to {output} ({failed} failed annotations kept as failed games)")

@@ -112,9 +112,10 @@ def read_reference(path: str | Path) -> pd.DataFrame:
     return out
 
 
-def read_names(path: str | Path | None) -> dict[str, str]:
+def read_names(path: str | Path | None) -> dict[str, str | None]:
     """Read a JSON object mapping benchmark model names to reference names (keys starting with
-    ``_`` are comments)."""
+    ``_`` are comments; ``null`` marks a name that must not match the reference even though it
+    is spelled the same, e.g. a different model version)."""
     if path is None:
         return {}
     path = Path(path)
@@ -130,7 +131,16 @@ def read_names(path: str | Path | None) -> dict[str, str]:
     for k, v in obj.items():
         if k.startswith("_"):
             continue
-        if not isinstance(v, str):
-            raise InputError(f"expected a string, got {v!r}", path=str(path), field=k)
+        if v is not None and not isinstance(v, str):
+            raise InputError(f"expected a string or null, got {v!r}", path=str(path), field=k)
         out[k] = v
+    return out
+
+
+def scores_from_leaderboard(table: pd.DataFrame, replicates: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Scores frame (``model, score, lower, upper, results``) from a leaderboard table and its
+    bootstrap replicates (one column per model; a model without a column gets no ``results``)."""
+    out = table[["model", "score", "lower", "upper"]].copy()
+    if replicates is not None:
+        out["results"] = [replicates[m].tolist() if m in replicates.columns else None for m in out["model"]]
     return out

@@ -102,3 +102,12 @@ def test_scores_roundtrip_and_errors(tmp_path):
     with pytest.raises(InputError) as err:
         read_reference(ref)
     assert err.value.line == 3 and err.value.field == "rating"
+
+
+def test_names_null_excludes_and_duplicates_fail():
+    scores = pd.DataFrame({"model": ["a", "A", "b"], "score": [3.0, 2.0, 1.0], "lower": [2.5, 1.5, 0.5], "upper": [3.5, 2.5, 1.5]})
+    ref = pd.DataFrame({"model": ["A", "B"], "rating": [2.0, 1.0], "lower": [1.9, 0.9], "upper": [2.1, 1.1]})
+    res = bm.audit_benchmark(scores, ref, {"a": "A", "A": None, "b": "B"})
+    assert res.models == ["a", "b"] and res.unmatched_benchmark == ["A"]
+    with pytest.raises(InputError):
+        bm.audit_benchmark(scores, ref, {"a": "A", "b": "B"})  # 'a' and 'A' both land on A
