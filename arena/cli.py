@@ -10,6 +10,7 @@ from typing import Iterator, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -33,7 +34,8 @@ SMALL_MODEL_WARNING = (
 
 
 def fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}")
+    # soft_wrap: a file path in an error must stay on one line to be copied and grepped
+    err_console.print("[bold red]error:[/] " + rich_escape(str(exc)), soft_wrap=True)
     raise typer.Exit(code=2)
 
 

@@ -130,9 +130,10 @@ def estimate_judging(client: LLMClient, judge: str, tpl: JudgeTemplates, questio
     reqs = []
     for m in models:
         for q in questions:
-            a = answers.get(m, {}).get(q.question_id)
-            b = answers.get(baseline, {}).get(q.question_id)
-            reqs.extend(build_games(judge, tpl, q, b or Answer(q.question_id, baseline, filler), a or Answer(q.question_id, m, filler), params))
+            # Stand-ins differ per model and prompt so that distinct future calls stay distinct.
+            a = answers.get(m, {}).get(q.question_id) or Answer(q.question_id, m, f"{m}/{q.question_id} {filler}")
+            b = answers.get(baseline, {}).get(q.question_id) or Answer(q.question_id, baseline, f"{baseline}/{q.question_id} {filler}")
+            reqs.extend(build_games(judge, tpl, q, b, a, params))
     return client.estimate(reqs)
 
 

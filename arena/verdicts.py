@@ -24,6 +24,8 @@ LABEL_RE = re.compile(r"\[\[\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]\]")
 VERDICT_CUE_RE = re.compile(r"verdict", re.IGNORECASE)
 FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 CUE_WINDOW = 80  # characters before a label in which a "verdict" cue binds to it
+QUOTE_CONTEXT = 24  # characters of context compared with the judged texts
+MIN_QUOTE_CONTEXT = 10
 
 
 @dataclass(frozen=True)
@@ -79,10 +81,18 @@ def parse_verdict(judgment: str | None, quoted: Iterable[str] = ()) -> Verdict:
 
 
 def _is_quoted(text: str, start: int, end: int, raw: str, sources: list[str], fences: list[tuple[int, int]]) -> bool:
+    """A label is a quotation when it and the words around it appear verbatim in a judged text."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
-    line = text[line_start : line_end if line_end >= 0 else len(text)].strip().lstrip(">").strip()
-    if len(line) > len(raw) and any(line in s for s in sources):
-        return True
+    line_end = len(text) if line_end < 0 else line_end
+    left, right = text[line_start:start], text[end:line_end]
+    # Context on either side, stripped of quote marks the judge may have added around the copy.
+    for lw, rw in ((QUOTE_CONTEXT, QUOTE_CONTEXT), (QUOTE_CONTEXT, 0), (0, QUOTE_CONTEXT)):
+        lctx = left[-lw:].lstrip(" >\"'*") if lw else ""
+        rctx = right[:rw].rstrip(" \"'*") if rw else ""
+        if len(lctx) + len(rctx) < MIN_QUOTE_CONTEXT:
+            continue
+        if any(lctx + raw + rctx in s for s in sources):
+            return True
     in_fence = any(a <= start < b for a, b in fences)
     return in_fence and any(raw in s for s in sources)

@@ -15,6 +15,8 @@ Config (all optional)::
       "faults": {"429": 0.05, "500": 0.05, "hang": 0.01, "malformed": 0.02,
                  "no_verdict": 0.05, "conflict": 0.02},
       "fault_attempts": 1,            # transport faults hit the first N attempts of a request
+      "faults": {"persistent": p}     # 500 on every attempt: the request ends as a failure
+      "echo_auth_401": false,         # answer 401 quoting the Authorization header (key-leak tests)
       "retry_after": 0.05,            # seconds, sent with 429s
       "hang_seconds": 30,
       "rules": [{"match": "regex", "reply": "text"} or {"match": "...", "replies": [...]}],
@@ -56,6 +58,7 @@ class State:
         self.ok_by_key: Counter[str] = Counter()
         self.status_counts: Counter[str] = Counter()
         self.compiled = [(re.compile(r["match"], re.S), r) for r in config.get("rules", [])]
+        self.last_auth = ""
 
     def stats(self) -> dict:
         return {
@@ -108,7 +111,7 @@ def reply_text(state: State, body: dict, key: str) -> str:
             return "Both answers have merits. Assistant A is thorough; Assistant B is concise."
         if r < nv + cf:
             other = VERDICTS[(VERDICTS.index(label) + 2) % 5]
-            return f"At first: [[{other}]]. On reflection the verdict is [[{label}]] or maybe [[{other}]]."
+            return f"Looking at A first: [[{other}]]. Looking at B: [[{label}]]. Hard to say."
         return f"My own answer: ...\n\nComparing both answers carefully.\n\nMy final verdict is: [[{label}]]"
     # Default: a deterministic answer whose length varies with the prompt.
     n = 5 + int(_h(key, "len") * 60)
@@ -132,6 +135,7 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sta
                 k, v = h.decode("latin-1").split(":", 1)
                 headers[k.strip().lower()] = v.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+            state.last_auth = headers.get("authorization", "")
             status, payload, extra, raw = await route(method, path, body, state)
             data = raw if raw is not None else json.dumps(payload).encode()
             head = [f"HTTP/1.1 {status} X", "Content-Type: application/json", f"Content-Length: {len(data)}", "Connection: keep-alive"]
@@ -145,6 +149,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sta
             writer.close()
         except Exception:
             pass
+
+
+def headers_auth(state: State) -> str:
+    return state.last_auth
 
 
 async def route(method: str, path: str, body: bytes, state: State):
@@ -169,6 +177,11 @@ async def route(method: str, path: str, body: bytes, state: State):
     if latency:
         await asyncio.sleep(latency)
     faults = cfg.get("faults", {})
+    if cfg.get("echo_auth_401"):
+        return 401, {"error": {"message": f"Incorrect API key provided: {headers_auth(state)}"}}, {}, None
+    if _h(key, "persistent") < faults.get("persistent", 0.0):
+        state.status_counts["persistent"] += 1
+        return 500, {"error": {"message": "persistent failure"}}, {}, None
     if attempt <= cfg.get("fault_attempts", 1):
         r = _h(key, "transport")
         edges = []
@@ -203,7 +216,7 @@ async def route(method: str, path: str, body: bytes, state: State):
     ptok = sum(len(str(m.get("content", ""))) // 4 + 1 for m in req.get("messages", []))
     ctok = len(text) // 4 + 1
     return 200, {
-        "id": "chatcmpl-" + key[:12],
+        "id": "chatcmpl-" + key,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": req.get("model", "fake"),

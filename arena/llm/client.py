@@ -287,7 +287,7 @@ class LLMClient:
         text = msg.content
         if text is None:
             raise _Retryable(f"empty response (finish_reason={choices[0].finish_reason})")
-        payload: dict[str, Any] = {"finish_reason": choices[0].finish_reason}
+        payload: dict[str, Any] = {"finish_reason": choices[0].finish_reason, "id": getattr(resp, "id", None)}
         reasoning = getattr(msg, "reasoning_content", None) or (msg.model_extra or {}).get("reasoning_content")
         if reasoning:
             payload["reasoning_content"] = reasoning
