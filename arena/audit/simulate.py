@@ -1,0 +1,108 @@
+"""Simulated arena battles with known truth, for validating estimators (coverage, recovery).
+
+Battles follow arena-hard's layout: every model plays the baseline twice per prompt (two
+position-swapped games), and the judge's verdict for the model is drawn from a Bradley–Terry
+(logistic) model, optionally with style covariates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from arena.style import style_features
+
+
+@dataclass
+class SimulatedArena:
+    battles: pd.DataFrame  # ratings battle table: question_id, model, opponent, game, score, weight
+    model_meta: pd.DataFrame  # per battle: token_len, header_count, list_count, bold_count of the model
+    opponent_meta: pd.DataFrame  # the same for the baseline's answer
+    theta: pd.Series  # true log-strength of each model relative to the baseline
+    gamma: np.ndarray  # true style coefficients (on the standardised covariates)
+    features: pd.DataFrame | None  # standardised style covariates (None without style)
+
+
+def simulate_arena(
+    rng: np.random.Generator,
+    n_models: int,
+    n_prompts: int,
+    *,
+    theta: np.ndarray | None = None,
+    gamma: np.ndarray | None = None,
+    style_groups: tuple[str, ...] = ("length", "markdown"),
+    tie_prob: float = 0.0,
+    strong_prob: float = 0.0,
+    strong_weight: float = 3.0,
+    baseline: str = "baseline",
+) -> SimulatedArena:
+    """Draw ``n_models`` x ``n_prompts`` x 2 games against ``baseline``.
+
+    ``theta``: true log-strengths (default N(0, 1)); ``gamma``: true style coefficients for the
+    standardised covariates of ``style_groups`` (None: no style effect, no features). A game is
+    a tie with ``tie_prob``; otherwise the model wins with probability
+    ``sigmoid(theta_m + gamma . z)``; a decided game is strong (weight ``strong_weight``) with
+    ``strong_prob``, independently of who won, so the weighted MLE stays consistent.
+    """
+    theta = rng.normal(0, 1, n_models) if theta is None else np.asarray(theta, float)
+    models = [f"model-{k:02d}" for k in range(n_models)]
+    m_idx = np.repeat(np.arange(n_models), n_prompts * 2)
+    q_idx = np.tile(np.repeat(np.arange(n_prompts), 2), n_models)
+    game = np.tile([1, 2], n_models * n_prompts)
+    n = len(m_idx)
+
+    def answers(scale: np.ndarray, md_rate: np.ndarray) -> pd.DataFrame:
+        tokens = np.maximum(1, rng.lognormal(np.log(scale), 0.6)).round()
+        return pd.DataFrame(
+            {
+                "token_len": tokens,
+                "header_count": rng.poisson(md_rate * tokens / 100),
+                "list_count": rng.poisson(2 * md_rate * tokens / 100),
+                "bold_count": rng.poisson(1.5 * md_rate * tokens / 100),
+            }
+        )
+
+    # One answer per (model, prompt); both games of a prompt share it.
+    per_model_len = rng.uniform(200, 900, n_models)
+    per_model_md = rng.uniform(0.2, 2.0, n_models)
+    pairs = np.arange(n_models * n_prompts)
+    m_of_pair = pairs // n_prompts
+    model_ans = answers(per_model_len[m_of_pair], per_model_md[m_of_pair])
+    base_ans = answers(np.full(n_prompts, 500.0), np.full(n_prompts, 1.0))
+    pair_of_row = m_idx * n_prompts + q_idx
+    model_meta = model_ans.iloc[pair_of_row].reset_index(drop=True)
+    opponent_meta = base_ans.iloc[q_idx].reset_index(drop=True)
+    eta = theta[m_idx]
+    features = None
+    if gamma is not None:
+        features = style_features(model_meta, opponent_meta, style_groups)
+        eta = eta + features.to_numpy() @ np.asarray(gamma, float)
+    tie = rng.random(n) < tie_prob
+    win = rng.random(n) < expit(eta)
+    score = np.where(tie, 0.5, win.astype(float))
+    weight = np.where(~tie & (rng.random(n) < strong_prob), strong_weight, 1.0)
+    battles = pd.DataFrame(
+        {
+            "question_id": [f"q{k:04d}" for k in q_idx],
+            "model": np.array(models)[m_idx],
+            "opponent": baseline,
+            "judge": "simulated",
+            "category": None,
+            "game": game,
+            "label": None,
+            "status": "ok",
+            "score": score,
+            "weight": weight,
+        }
+    )
+    return SimulatedArena(
+        battles=battles,
+        model_meta=model_meta,
+        opponent_meta=opponent_meta,
+        theta=pd.Series(theta, index=models),
+        gamma=None if gamma is None else np.asarray(gamma, float),
+        features=features,
+    )
