@@ -15,7 +15,8 @@ from arena.errors import InputError
 audit_app = typer.Typer(help="Audit benchmarks and judges.", no_args_is_help=True)
 import_app = typer.Typer(help="Import judgments from other tools.", no_args_is_help=True)
 
-console = Console()
+# Wide enough that audit tables are not truncated when piped to a file or a CI log.
+console = Console(width=None if Console().is_terminal else 200)
 
 
 def _fail(exc: Exception) -> None:
@@ -103,3 +104,117 @@ def import_alpaca_eval_cmd(
         _fail(exc)
     failed = sum(a.preference is None for a in annotations)
     console.print(f"wrote {sum(counts.values())} judgments for {len(counts)} models to {output} ({failed} failed annotations kept as failed games)")
+
+
+def _answer_lengths(answers_dir: Path, battles) -> "tuple[list[float], list[float]]":
+    """Token lengths of the model's and the opponent's answer for every battle (NaN if missing)."""
+    import numpy as np
+
+    from arena.formats import jsonl_files, model_name_from_file, read_answer_file
+    from arena.markdown_stats import approx_tokens
+
+    needed = set(battles["model"]) | set(battles["opponent"])
+    lengths: dict[tuple[str, str], float] = {}
+    for p in jsonl_files(answers_dir):
+        model = model_name_from_file(p)
+        if model not in needed:
+            continue
+        for qid, a in read_answer_file(p).items():
+            tl = a.token_len if a.token_len is not None else a.metadata.get("token_len")
+            lengths[(model, qid)] = float(tl if tl is not None else approx_tokens(a.text))
+    ml = [lengths.get((m, q), np.nan) for m, q in zip(battles["model"], battles["question_id"])]
+    ol = [lengths.get((o, q), np.nan) for o, q in zip(battles["opponent"], battles["question_id"])]
+    return ml, ol
+
+
+def _print_frame(title: str, frame, max_rows: int = 40) -> None:
+    table = Table(title=title)
+    for c in frame.columns:
+        table.add_column(str(c), justify="right" if frame[c].dtype.kind in "fiu" else "left")
+    for _, row in frame.head(max_rows).iterrows():
+        table.add_row(*(_fmt(v) if not isinstance(v, float) or v == v else "-" for v in row.tolist()))
+    console.print(table)
+
+
+@audit_app.command("judges")
+def judges_cmd(
+    judgments: list[Path] = typer.Option(..., "--judgments", help="Judgment dirs (model files, or judge sub-dirs); a judge found in several dirs is treated as repeated runs."),
+    baseline: str = typer.Option("gpt-4-0314", "--baseline", help="Baseline for records that do not name one."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="Answer dir, for length bias."),
+    families: Optional[Path] = typer.Option(None, "--families", help="JSON {family: [regex, ...]} for self-preference."),
+    human: Optional[Path] = typer.Option(None, "--human", help="CSV/JSONL of human labels: question_id, model, winner (model|opponent|tie)."),
+    bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap rounds for the length-bias slope CI."),
+    seed: int = typer.Option(0, "--seed"),
+    output: Optional[Path] = typer.Option(None, "--output", help="Directory for CSV/JSON outputs."),
+) -> None:
+    """Verdict distribution, position consistency, unparsed rate, length bias, self-preference,
+    run-to-run variance, inter-judge agreement and human agreement."""
+    import numpy as np
+    import pandas as pd
+
+    from arena.audit import judges as ja
+    from arena.formats import read_judgments
+    from arena.ratings import battles_from_judgments
+
+    try:
+        per_dir = {str(d): battles_from_judgments(read_judgments(d), baseline) for d in judgments}
+        fam = ja.DEFAULT_FAMILIES
+        if families is not None:
+            fam = json.loads(families.read_text(encoding="utf-8"))
+            if not isinstance(fam, dict) or not all(isinstance(v, list) for v in fam.values()):
+                raise InputError("expected {family: [regex, ...]}", path=str(families))
+        hum = None
+        if human is not None:
+            hum = pd.read_json(human, lines=True) if human.suffix == ".jsonl" else pd.read_csv(human)
+            missing = {"question_id", "model", "winner"} - set(hum.columns)
+            if missing:
+                raise InputError(f"missing columns {sorted(missing)}", path=str(human), line=1)
+            bad = ~hum["winner"].isin(["model", "opponent", "tie"])
+            if bad.any():
+                raise InputError(f"winner must be model|opponent|tie, got {hum['winner'][bad].iloc[0]!r}", path=str(human), line=int(bad.idxmax()) + 2, field="winner")
+    except (InputError, json.JSONDecodeError) as exc:
+        _fail(exc)
+    battles = pd.concat(per_dir.values(), ignore_index=True)
+    # The first directory holding a judge is its primary run; later ones are repeats.
+    seen: dict[str, str] = {}
+    for d, b in per_dir.items():
+        for judge in b["judge"].unique():
+            seen.setdefault(judge, d)
+    primary = battles[[seen[j] == d for d, bb in per_dir.items() for j in bb["judge"]]]
+    outputs: dict[str, object] = {}
+    vd = ja.verdict_distribution(primary)
+    pc = ja.position_consistency(primary)
+    outputs["verdict_distribution"], outputs["position_consistency"] = vd, pc
+    _print_frame("Verdict distribution (positional labels) and unparsed rate", vd)
+    _print_frame("Position consistency (game 1 vs swapped game 2)", pc)
+    if answers is not None:
+        ml, ol = _answer_lengths(answers, primary)
+        slopes, bins = ja.length_bias(primary, np.array(ml), np.array(ol), n_bootstrap=bootstrap, rng=np.random.default_rng(seed))
+        outputs["length_bias"], outputs["length_bias_bins"] = slopes, bins
+        _print_frame("Length bias: logit slope of (L_model - L_opp)/(L_model + L_opp)", slopes)
+    sp = ja.self_preference(primary, fam)
+    if len(sp):
+        outputs["self_preference"] = sp
+        _print_frame("Self-preference (judge and model of one family)", sp)
+    if primary["judge"].nunique() >= 2:
+        pairs, overall = ja.judge_agreement(primary)
+        outputs["judge_agreement"], outputs["judge_agreement_overall"] = pairs, overall
+        _print_frame("Inter-judge agreement (Cohen's kappa)", pairs)
+        console.print(f"Fleiss' kappa {overall['fleiss_kappa']:.4f} on {overall['n_games_all_judges']} games; Krippendorff's alpha {overall['krippendorff_alpha']:.4f}")
+    for judge in battles["judge"].unique():
+        runs = {d: b[b["judge"] == judge] for d, b in per_dir.items() if (b["judge"] == judge).any()}
+        if len(runs) >= 2:
+            rv = ja.run_variance(runs)
+            outputs[f"run_variance_{judge}"] = rv
+            _print_frame(f"Run-to-run variance of {judge} ({len(runs)} runs)", rv)
+    if hum is not None:
+        ha = ja.human_agreement(primary, hum)
+        outputs["human_agreement"] = ha
+        _print_frame("Agreement with human labels", ha)
+    if output is not None:
+        output.mkdir(parents=True, exist_ok=True)
+        for name, obj in outputs.items():
+            if isinstance(obj, dict):
+                (output / f"{name}.json").write_text(json.dumps(obj, indent=2))
+            else:
+                obj.to_csv(output / f"{name}.csv", index=False)
