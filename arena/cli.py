@@ -273,9 +273,19 @@ def show(
     strong_weight: float = typer.Option(3.0, "--strong-weight", help="How many wins a >> verdict counts for."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write FILE.csv or FILE.json."),
     answers_dir: List[Path] = typer.Option([], "--answers", help="Answer directory for avg_tokens (default: found next to the judgments)."),
+    # --- audit extras (arena/audit/show_extras.py): ensembles, style control, scores JSONL ---
+    ensemble: Optional[str] = typer.Option(None, "--ensemble", help="Combine judges: pool | mean | majority."),
+    min_judges: int = typer.Option(1, "--min-judges", min=1, help="Only games parsed by at least K judges."),
+    style_control: Optional[str] = typer.Option(None, "--style-control", help="Style covariates, e.g. length,markdown."),
+    scores_jsonl: Optional[Path] = typer.Option(None, "--scores-jsonl", help="Write model, score, lower, upper, results (bootstrap replicates)."),
 ):
     """Print (and write) the leaderboard: win rate against the baseline with bootstrap CIs."""
     try:
+        if ensemble or min_judges > 1 or style_control or scores_jsonl:
+            from arena.audit.cli import show_extras_cmd
+
+            show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl)
+            return
         _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir)
     except (InputError, ValueError) as exc:
         fail(exc)

@@ -204,6 +204,19 @@ def fit_style_bt(
         return _fit_style_bt(n_items, i, j, z, y, weights, anchor=anchor, tol=tol, max_iter=max_iter, init=init)
 
 
+def _pinv_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Batched H^+ g by symmetric eigendecomposition, dropping near-null directions.
+
+    A bootstrap replicate can make a covariate constant or collinear with an item (e.g. every
+    game with a header falls out); the likelihood is then flat along that direction, the
+    gradient there is zero, and the minimum-norm Newton step is the right one, where a plain
+    solve would fail or jump far along the flat direction."""
+    lam, V = np.linalg.eigh(H)
+    cut = 1e-10 * np.maximum(lam[:, -1:], 1e-300)
+    inv = np.where(lam > cut, 1.0 / np.where(lam > cut, lam, 1.0), 0.0)
+    return np.einsum("rij,rj,rkj,rk->ri", V, inv, V, g)
+
+
 def _single_threaded_blas():
     """The products here are thin (K <= ~100 columns); under load, multi-threaded BLAS spends
     more time synchronising than computing (measured 7x slower on a busy 2-core machine)."""
@@ -247,7 +260,7 @@ def _fit_style_bt(n_items, i, j, z, y, weights, *, anchor, tol, max_iter, init) 
         # Items absent from a replicate have an empty Hessian row; pin them (their gradient is 0).
         diag = np.einsum("rkk->rk", H)
         diag += (diag <= 0) * 1.0
-        step = -np.linalg.solve(H, g[..., None])[..., 0]
+        step = -_pinv_solve(H, g)
         slope = (g * step).sum(axis=1)
         alpha = np.ones(len(active))
         t0, g0, f0, wa = theta[active], gamma[active], f[active], (w if full else w[:, active])

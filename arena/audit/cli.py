@@ -218,3 +218,34 @@ def judges_cmd(
                 (output / f"{name}.json").write_text(json.dumps(obj, indent=2))
             else:
                 obj.to_csv(output / f"{name}.csv", index=False)
+
+
+def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl) -> None:
+    """Body of ``arena show`` when an audit extra (ensemble, style control, scores JSONL) is asked for."""
+    from arena.audit.show_extras import show_extras
+
+    if ensemble is not None and ensemble not in ("pool", "mean", "majority"):
+        raise InputError(f"unknown ensemble {ensemble!r} (pool, mean, majority)", field="--ensemble")
+    groups = [g.strip() for g in style_control.split(",") if g.strip()] if style_control else []
+    unknown = set(groups) - {"length", "markdown"}
+    if unknown:
+        raise InputError(f"unknown style control {sorted(unknown)} (length, markdown)", field="--style-control")
+    res = show_extras(
+        judgments, baseline, bootstrap=bootstrap, seed=seed, ci=ci, strong_weight=strong_weight, ensemble=ensemble,
+        min_judges=min_judges, style_control=groups, answer_dirs=answers_dir, scores_jsonl=scores_jsonl,
+    )
+    _print_frame(res.title, res.table, max_rows=500)
+    if res.coefficients is not None:
+        _print_frame("Style coefficients (logit per SD of the covariate)", res.coefficients)
+    if res.leave_one_out is not None:
+        loo = res.leave_one_out
+        summary = loo.groupby("left_out").agg(spearman_vs_all=("spearman_vs_all", "first"), max_abs_delta=("delta", lambda d: d.abs().max())).reset_index()
+        _print_frame("Leave-one-judge-out: how each judge moves the ranking", summary)
+    for note in res.notes:
+        console.print(note)
+    if output is not None:
+        from arena.show import write_leaderboard
+        from arena.ratings import Leaderboard
+
+        write_leaderboard(Leaderboard(table=res.table, replicates=res.replicates, method="style-bt" if res.coefficients is not None else "closed-form", ci=ci), output)
+        console.print(f"wrote {output}")

@@ -73,7 +73,9 @@ def write_scores(path: str | Path, frame: pd.DataFrame) -> None:
         for rec in frame[cols + extra].to_dict("records"):
             if "results" in rec and rec["results"] is not None:
                 rec["results"] = [float(v) for v in rec["results"]]
-            fh.write(json.dumps(rec, default=float) + "\n")
+            # NaN (e.g. no bootstrap) becomes null: strict JSON, and read_scores names the field.
+            rec = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rec.items()}
+            fh.write(json.dumps(rec, default=float, allow_nan=False) + "\n")
 
 
 def _pick(columns: Iterable[str], aliases: tuple[str, ...], path: Path, name: str) -> str:

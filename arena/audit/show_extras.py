@@ -1,0 +1,136 @@
+"""`arena show` extras: judge ensembles, style control and a scores JSONL with bootstrap replicates.
+
+Kept apart from :mod:`arena.show` so the plain leaderboard path stays as it is; ``arena show``
+calls :func:`show_extras` only when one of ``--ensemble``, ``--min-judges``, ``--style-control``
+or ``--scores-jsonl`` is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from arena.errors import InputError
+
+
+@dataclass
+class ExtrasResult:
+    table: pd.DataFrame  # model, score, lower, upper (+ avg_tokens etc. when known)
+    replicates: pd.DataFrame  # bootstrap scores, one column per model
+    title: str
+    coefficients: pd.DataFrame | None = None
+    leave_one_out: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _style_meta(answer_dirs: Sequence[Path], battles: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Per battle, the style metadata of the model's and the opponent's answers, and a mask of
+    battles whose two answers were both found."""
+    from arena.formats import jsonl_files, model_name_from_file, read_answer_file
+    from arena.markdown_stats import answer_metadata
+
+    needed = set(battles["model"]) | set(battles["opponent"])
+    meta: dict[tuple[str, str], dict] = {}
+    for d in answer_dirs:
+        for p in jsonl_files(d):
+            model = model_name_from_file(p)
+            if model not in needed:
+                continue
+            for qid, a in read_answer_file(p).items():
+                m = dict(a.metadata or {})
+                if not all(k in m for k in ("token_len", "header_count", "list_count", "bold_count")):
+                    m = answer_metadata(a.text, a.token_len if a.token_len is not None else m.get("token_len"))
+                meta[(model, qid)] = m
+    keys = ("token_len", "header_count", "list_count", "bold_count")
+    empty = {k: None for k in keys}
+    mm = [meta.get((m, q)) for m, q in zip(battles["model"], battles["question_id"])]
+    om = [meta.get((o, q)) for o, q in zip(battles["opponent"], battles["question_id"])]
+    found = np.array([a is not None and b is not None for a, b in zip(mm, om)])
+    model_meta = pd.DataFrame([{k: (x or empty).get(k) for k in keys} for x in mm])
+    opp_meta = pd.DataFrame([{k: (x or empty).get(k) for k in keys} for x in om])
+    return model_meta, opp_meta, found
+
+
+def show_extras(
+    judgment_dirs: Sequence[Path],
+    baseline: str,
+    *,
+    bootstrap: int = 100,
+    seed: int = 0,
+    ci: float = 0.95,
+    strong_weight: float = 3.0,
+    ensemble: str | None = None,
+    min_judges: int = 1,
+    style_control: Sequence[str] = (),
+    answer_dirs: Sequence[Path] = (),
+    scores_jsonl: Path | None = None,
+) -> ExtrasResult:
+    """Leaderboard with an optional judge ensemble and optional style control; optionally writes
+    ``scores_jsonl`` (``model, score, lower, upper, results``) for ``arena audit benchmark``."""
+    from arena.audit.io import scores_from_leaderboard, write_scores
+    from arena.ensemble import combine_judges, leave_one_judge_out
+    from arena.ratings import average_tokens, battles_from_judgments, leaderboard
+    from arena.show import load_judgments, locate_answer_dir
+
+    judgments = load_judgments(judgment_dirs)
+    battles = battles_from_judgments(judgments, baseline, strong_weight=strong_weight)
+    if battles.empty:
+        raise InputError("the judgments hold no games")
+    notes: list[str] = []
+    loo = None
+    mode = ensemble or "pool"
+    n_judges = battles["judge"].nunique()
+    if ensemble or min_judges > 1:
+        combined = combine_judges(battles, mode, min_judges=min_judges, strong_weight=strong_weight)
+        if n_judges >= 2:
+            loo = leave_one_judge_out(
+                battles, lambda b: leaderboard(b, baseline, n_bootstrap=0).table, mode, min_judges=min_judges, strong_weight=strong_weight
+            )
+        notes.append(f"ensemble {mode} of {n_judges} judges ({', '.join(sorted(battles['judge'].unique()))}), min {min_judges} judges per game")
+        battles = combined
+    if not answer_dirs:
+        answer_dirs = [d for d in (locate_answer_dir(Path(p)) for p in judgment_dirs) if d is not None]
+    rng = np.random.default_rng(seed)
+    coefs = None
+    if style_control:
+        from arena.style import style_controlled_leaderboard, style_features
+
+        if not answer_dirs:
+            raise InputError("style control needs the answers (--answers DIR)", field="--answers")
+        usable = battles[battles["weight"] > 0].reset_index(drop=True)
+        mm, om, found = _style_meta(answer_dirs, usable)
+        if not found.any():
+            raise InputError("no answer metadata found for the judged games", field="--answers")
+        if not found.all():
+            notes.append(f"{int((~found).sum())} games left out of style control: an answer is missing")
+        usable, mm, om = usable[found].reset_index(drop=True), mm[found].reset_index(drop=True), om[found].reset_index(drop=True)
+        feats = style_features(mm, om, list(style_control))
+        res = style_controlled_leaderboard(usable, feats, baseline, n_bootstrap=bootstrap, ci=ci, rng=rng)
+        table, reps, coefs = res.table, res.replicates, res.coefficients
+        title = f"Style-controlled win rate against {baseline} (%; controls: {', '.join(style_control)}; {ci:.0%} CI, {bootstrap} rounds; grad norm {res.grad_norm:.1e})"
+    else:
+        lb = leaderboard(battles, baseline, n_bootstrap=bootstrap, ci=ci, rng=rng)
+        table, reps = lb.table, lb.replicates
+        title = f"Win rate against {baseline} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"
+    tokens: dict[str, float] = {}
+    for d in answer_dirs:
+        try:
+            tokens.update(average_tokens(_read_answers(d, set(table["model"]))))
+        except InputError:
+            pass
+    if tokens:
+        table = table.assign(avg_tokens=table["model"].map(tokens))
+    if scores_jsonl is not None:
+        write_scores(scores_jsonl, scores_from_leaderboard(table, reps))
+        notes.append(f"wrote {scores_jsonl}")
+    return ExtrasResult(table=table, replicates=reps, title=title, coefficients=coefs, leave_one_out=loo, notes=notes)
+
+
+def _read_answers(d: Path, models: set[str]):
+    from arena.formats import jsonl_files, model_name_from_file, read_answer_file
+
+    return {model_name_from_file(p): read_answer_file(p) for p in jsonl_files(d) if model_name_from_file(p) in models}
