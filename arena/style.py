@@ -144,30 +144,31 @@ class _Design:
         """Linear predictor, shape (n, R)."""
         return self.inc @ theta_free.T + self.z @ gamma.T
 
-    def evaluate(self, eta: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, eta: np.ndarray, wy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Weighted NLL per replicate, sum w * (log(1 + e^eta) - y * eta), and P(i wins).
 
-        One exp per element serves both (stable form with e = exp(-|eta|)), computed in place
-        with numpy primitives: scipy's log_expit/expit are several times slower on the
-        (battles x replicates) arrays that dominate the cost."""
+        ``wy`` = w * y. One exp per element serves both (stable form with e = exp(-|eta|));
+        numpy primitives with in-place passes and fused multiply-sums, because scipy's
+        log_expit/expit are several times slower on the (battles x replicates) arrays that
+        dominate the cost."""
         e = np.abs(eta)
         np.negative(e, out=e)
         np.exp(e, out=e)
         t = np.log1p(e)
-        t += np.maximum(eta, 0.0)
-        t -= y[:, None] * eta
-        t *= w
-        f = t.sum(axis=0)
-        e /= 1.0 + e  # sigmoid(-|eta|)
-        p = np.where(eta >= 0, 1.0 - e, e)
-        return f, p
+        f = np.einsum("nr,nr->r", w, t)
+        np.maximum(eta, 0.0, out=t)
+        f += np.einsum("nr,nr->r", w, t) - np.einsum("nr,nr->r", wy, eta)
+        np.add(e, 1.0, out=t)
+        e /= t  # sigmoid(-|eta|)
+        np.subtract(1.0, e, out=t, where=eta >= 0)
+        np.copyto(t, e, where=eta < 0)
+        return f, t
 
-    def grad_hess(self, p: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r = p - y[:, None]
-        r *= w  # d loss / d eta
-        h = 1.0 - p
-        h *= p
-        h *= w
+    def grad_hess(self, p: np.ndarray, wy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = p * w
+        h = p * r  # w p^2
+        np.subtract(r, h, out=h)  # w p (1 - p)
+        r -= wy  # d loss / d eta = w (p - y)
         m, s, R = self.m, self.s, p.shape[1]
         g = np.concatenate([(self.inc.T @ r).T, (self.z.T @ r).T], axis=1)  # (R, K)
         H = np.empty((R, m + s, m + s))
@@ -214,7 +215,8 @@ def _pinv_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     lam, V = np.linalg.eigh(H)
     cut = 1e-10 * np.maximum(lam[:, -1:], 1e-300)
     inv = np.where(lam > cut, 1.0 / np.where(lam > cut, lam, 1.0), 0.0)
-    return np.einsum("rij,rj,rkj,rk->ri", V, inv, V, g)
+    c = (V.transpose(0, 2, 1) @ g[..., None])[..., 0] * inv
+    return (V @ c[..., None])[..., 0]
 
 
 def _single_threaded_blas():
@@ -236,20 +238,21 @@ def _fit_style_bt(n_items, i, j, z, y, weights, *, anchor, tol, max_iter, init) 
     R = W.shape[0]
     d = _Design(n_items, i, j, z, anchor)
     w = np.ascontiguousarray(W.T)  # (n, R)
+    wy = w * y[:, None]
     theta = np.zeros((R, d.m))
     gamma = np.zeros((R, d.s))
     if init is not None:
         theta[:] = np.asarray(init[0], float)[d.free] - np.asarray(init[0], float)[anchor]
         gamma[:] = np.asarray(init[1], float)
     eta = d.eta(theta, gamma)
-    f, p = d.evaluate(eta, y, w)
+    f, p = d.evaluate(eta, wy, w)
     gnorm = np.full(R, np.inf)
     it = 0
     # Only replicates that have not converged yet are carried through an iteration.
     active = np.arange(R)
     for it in range(1, max_iter + 1):
         full = active.size == R  # slices instead of fancy-index copies of (n, R) arrays
-        g, H = d.grad_hess(p if full else p[:, active], y, w if full else w[:, active])
+        g, H = d.grad_hess(p if full else p[:, active], wy if full else wy[:, active], w if full else w[:, active])
         gnorm[active] = np.linalg.norm(g, axis=1)
         still = gnorm[active] > tol
         active, g, H = active[still], g[still], H[still]
@@ -263,10 +266,11 @@ def _fit_style_bt(n_items, i, j, z, y, weights, *, anchor, tol, max_iter, init) 
         step = -_pinv_solve(H, g)
         slope = (g * step).sum(axis=1)
         alpha = np.ones(len(active))
-        t0, g0, f0, wa = theta[active], gamma[active], f[active], (w if full else w[:, active])
+        t0, g0, f0 = theta[active], gamma[active], f[active]
+        wa, wya = (w, wy) if full else (w[:, active], wy[:, active])
         new_t, new_g = t0 + step[:, : d.m], g0 + step[:, d.m :]
         new_eta = d.eta(new_t, new_g)
-        new_f, new_p = d.evaluate(new_eta, y, wa)
+        new_f, new_p = d.evaluate(new_eta, wya, wa)
         for _ in range(40):  # Armijo backtracking, per replicate
             bad = ~(new_f <= f0 + 1e-4 * alpha * slope + 1e-12 * np.abs(f0))
             if not bad.any():
@@ -275,14 +279,14 @@ def _fit_style_bt(n_items, i, j, z, y, weights, *, anchor, tol, max_iter, init) 
             new_t[bad] = t0[bad] + alpha[bad, None] * step[bad, : d.m]
             new_g[bad] = g0[bad] + alpha[bad, None] * step[bad, d.m :]
             new_eta[:, bad] = d.eta(new_t[bad], new_g[bad])
-            new_f[bad], new_p[:, bad] = d.evaluate(new_eta[:, bad], y, wa[:, bad])
+            new_f[bad], new_p[:, bad] = d.evaluate(new_eta[:, bad], wya[:, bad], wa[:, bad])
         theta[active], gamma[active], f[active] = new_t, new_g, new_f
         if full:
             eta, p = new_eta, new_p
         else:
             eta[:, active], p[:, active] = new_eta, new_p
     else:
-        g, _ = d.grad_hess(p, y, w)
+        g, _ = d.grad_hess(p, wy, w)
         gnorm = np.linalg.norm(g, axis=1)
     if (gnorm > tol).any():
         raise RuntimeError(f"style BT did not converge: max gradient norm {gnorm.max():.3g} > {tol} after {it} Newton steps")
@@ -323,7 +327,7 @@ def style_controlled_leaderboard(
     keep = battles["weight"].to_numpy(float) > 0
     b = battles[keep].reset_index(drop=True)
     z = features.to_numpy(float)[keep]
-    names = pd.Index(sorted(set(b["model"]) | set(b["opponent"])))
+    names = pd.Index(np.unique(np.concatenate([b["model"].to_numpy(object), b["opponent"].to_numpy(object)]).astype(str)))
     if baseline not in names:
         raise ValueError(f"baseline '{baseline}' is in no battle")
     anchor = names.get_loc(baseline)
@@ -340,11 +344,11 @@ def style_controlled_leaderboard(
     if spread > 1e-12:
         raise ValueError("style covariates differ between games of the same prompt and pair")
     z = z[first]
-    qid = b["question_id"].to_numpy()[first]
+    qid = b["question_id"].to_numpy(object)[first]
     i = names.get_indexer(b["model"].to_numpy()[first])
     j = names.get_indexer(b["opponent"].to_numpy()[first])
     point = fit_style_bt(len(names), i, j, z, y, w, anchor=anchor, tol=tol)
-    prompts = pd.Index(sorted(set(qid)))
+    prompts = pd.Index(np.unique(qid.astype(str)))
     p_idx = prompts.get_indexer(qid)
     counts = rng.multinomial(len(prompts), np.full(len(prompts), 1.0 / len(prompts)), size=n_bootstrap).astype(float)
     boot = fit_style_bt(len(names), i, j, z, y, counts[:, p_idx] * w, anchor=anchor, tol=tol, init=(point.theta[0], point.gamma[0]))
