@@ -106,3 +106,33 @@ def simulate_arena(
         gamma=None if gamma is None else np.asarray(gamma, float),
         features=features,
     )
+
+
+def bootstrap_ci_coverage(
+    rng: np.random.Generator,
+    n_runs: int,
+    *,
+    n_models: int = 5,
+    n_prompts: int = 300,
+    n_bootstrap: int = 200,
+    ci: float = 0.95,
+    strong_prob: float = 0.3,
+) -> pd.DataFrame:
+    """Coverage of the leaderboard's prompt-bootstrap CI for the true win rate.
+
+    Each run draws fresh true strengths theta ~ N(0, 1), simulates battles against the
+    baseline (decisive verdicts, strong ones weighted independently of the winner, so the
+    weighted win rate estimates sigmoid(theta) without bias), and scores them with
+    :func:`arena.ratings.leaderboard`. Returns one row per (run, model): true win rate, CI and
+    whether the CI covers it."""
+    from arena.ratings import leaderboard
+
+    rows = []
+    for run in range(n_runs):
+        sim = simulate_arena(rng, n_models, n_prompts, strong_prob=strong_prob)
+        lb = leaderboard(sim.battles, "baseline", n_bootstrap=n_bootstrap, ci=ci, rng=rng).table.set_index("model")
+        truth = 100 * expit(sim.theta)
+        for m, t in truth.items():
+            lo, hi = lb.loc[m, "lower"], lb.loc[m, "upper"]
+            rows.append({"run": run, "model": m, "truth": t, "score": lb.loc[m, "score"], "lower": lo, "upper": hi, "covered": bool(lo <= t <= hi)})
+    return pd.DataFrame(rows)
