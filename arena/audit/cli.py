@@ -40,6 +40,7 @@ def benchmark_cmd(
     subset_size: int = typer.Option(0, "--subset-size", help="Prompts per random subset (default: all prompts of the pool / the benchmark)."),
     rounds: int = typer.Option(100, "--rounds", help="Bootstrap rounds for each random subset."),
     seed: int = typer.Option(0, "--seed"),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Baseline of the pool (default: the one the records name)."),
 ) -> None:
     """Separability, agreement (paper / reference variants), Brier, Spearman, Kendall vs a human reference."""
     from arena.audit.benchmark import BenchmarkAudit, audit_benchmark
@@ -57,7 +58,7 @@ def benchmark_cmd(
             from arena.audit.random_baseline import random_subset_audits
 
             frame = random_subset_audits(
-                pool, ref, mapping, k=random_baseline, subset_size=subset_size or None, rounds=rounds, ci=ci, seed=seed
+                pool, ref, mapping, k=random_baseline, subset_size=subset_size or None, rounds=rounds, ci=ci, seed=seed, baseline=baseline
             )
             columns["random_mean"] = frame[list(BenchmarkAudit.METRICS)].mean().to_dict()
             columns["random_sd"] = frame[list(BenchmarkAudit.METRICS)].std(ddof=1).to_dict()
