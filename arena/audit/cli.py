@@ -137,8 +137,9 @@ def _print_frame(title: str, frame, max_rows: int = 40) -> None:
     console.print(table)
 
 
-@audit_app.command("judges")
+@audit_app.command("judges", context_settings={"allow_extra_args": True})
 def judges_cmd(
+    ctx: typer.Context,
     judgments: list[Path] = typer.Option(..., "--judgments", help="Judgment dirs (model files, or judge sub-dirs); a judge found in several dirs is treated as repeated runs."),
     baseline: str = typer.Option("gpt-4-0314", "--baseline", help="Baseline for records that do not name one."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="Answer dir, for length bias."),
@@ -157,6 +158,11 @@ def judges_cmd(
     from arena.formats import read_judgments
     from arena.ratings import battles_from_judgments
 
+    # `--judgments A B C` as in the docs: click takes one value per option, the rest arrive here.
+    extra = [a for a in ctx.args]
+    if any(a.startswith("-") for a in extra):
+        _fail(InputError(f"unexpected options {extra}; put options before the judgment directories"))
+    judgments = list(judgments) + [Path(a) for a in extra]
     try:
         per_dir = {str(d): battles_from_judgments(read_judgments(d), baseline) for d in judgments}
         fam = ja.DEFAULT_FAMILIES

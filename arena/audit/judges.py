@@ -92,11 +92,13 @@ def position_consistency(battles: pd.DataFrame, by: Sequence[str] = ("judge", "c
     sign = {"A>>B": 1, "A>B": 1, "A=B": 0, "B>A": -1, "B>>A": -1}
     both["same_dir"] = both["g1"].map(sign) == -both["g2"].map(sign)
     cons = both.groupby(by).agg(n_pairs=("same", "size"), consistency=("same", "mean"), direction_consistency=("same_dir", "mean"))
-    lab = battles.dropna(subset=["label"])
-    decided = lab[lab["label"] != "A=B"]
+    # Only games of complete pairs: there each side holds position A once, so an unbiased
+    # judge gives A half of the decided games (single-game records say nothing about position).
+    games = pd.concat([both[by + ["g1"]].rename(columns={"g1": "label"}), both[by + ["g2"]].rename(columns={"g2": "label"})])
+    decided = games[games["label"] != "A=B"]
     first = decided.assign(a_won=decided["label"].str.startswith("A>")).groupby(by)["a_won"].agg(["mean", "size"])
     first.columns = ["first_position_win", "n_decided"]
-    return cons.join(first, how="outer").reset_index()
+    return cons.join(first, how="left").reset_index()
 
 
 # --------------------------------------------------------------------------- length bias

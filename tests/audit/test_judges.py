@@ -117,3 +117,24 @@ def test_audit_judges_cli_on_real_files(shared_data, tmp_path):
     assert vd.loc["gpt-4-1106-preview", "unparsed_rate"] == 1.0  # every game is an API failure
     assert 0 <= pc.loc["gpt-3.5-turbo-0125", "consistency"] <= 1
     assert "position consistency" in result.output.lower()
+
+
+def test_cli_repeated_runs_human_labels_and_bad_human_file(tmp_path):
+    from arena.formats import write_jsonl
+
+    run1 = _judgments("j", fair, n_q=100, models=("m",), seed=3)
+    run2 = _judgments("j", fair, n_q=100, models=("m",), seed=4)
+    for name, js in (("run1", run1), ("run2", run2)):
+        write_jsonl(tmp_path / name / "m.jsonl", [j.to_v01() for j in js])
+    human = tmp_path / "human.csv"
+    human.write_text("question_id,model,winner\n0,m,model\n1,m,opponent\n2,m,tie\n")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["audit", "judges", "--human", str(human), "--output", str(out), "--judgments", str(tmp_path / "run1"), str(tmp_path / "run2")])
+    assert r.exit_code == 0, r.output
+    rv = pd.read_csv(out / "run_variance_j.csv")
+    assert rv.loc[0, "verdict_agreement"] < 1 and rv.loc[0, "sd"] >= 0
+    ha = pd.read_csv(out / "human_agreement.csv")
+    assert ha.loc[0, "n"] == 3
+    human.write_text("question_id,model,winner\n0,m,model\n1,m,maybe\n")
+    r = CliRunner().invoke(app, ["audit", "judges", "--human", str(human), "--judgments", str(tmp_path / "run1")])
+    assert r.exit_code == 2 and "line 3" in r.output and "winner" in r.output
