@@ -19,6 +19,8 @@ FALLBACK_PATTERNS: dict[str, str] = {
     "answer_is": r"answer is \(?([A-J])\)?",
     # Looser variant: "the correct answer is: **C**", "answer is C".
     "answer_is_loose": r"(?i)answer is\s*:?\s*[\*\_]{0,2}\(?([A-Z])\)?(?![a-zA-Z0-9])",
+    # "Answer:" in the languages of Multilingual MMLU (after openai/simple-evals' list).
+    "multilingual_answer": r"(?i)(?:Answer|Antwort|Respuesta|Réponse|Jibu|উত্তর|উত্তরঃ|答案|答え|回答|解答|答)\s*[:：]?\s*[\*\_]{0,2}\(?([A-D])(?![a-zA-Z0-9])",
     # A final bare "(C)" or "C)" on the last line.
     "last_line_letter": r"(?m)^\s*\(?([A-Z])\)\s*$",
 }
