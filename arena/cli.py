@@ -151,7 +151,7 @@ def _do_judge(cfg, client, dry_run: bool, retry_failed: bool):
     with progress_bar(len(questions) * len(models), f"judge ({j.endpoint})") as tick:
         reports = asyncio.run(_with_close(client, judge_models(
             client, j.endpoint, tpl, questions, answers, models, j.baseline, cfg.judgment_dir(),
-            params=j.params, reask=j.reask, retry_failed=retry_failed, on_progress=tick,
+            params=j.params, reask=j.reask, reask_params=j.reask_params, retry_failed=retry_failed, on_progress=tick,
         )))
     for r in reports:
         console.print(

@@ -37,6 +37,9 @@ class JudgeConfig(BaseModel):
     reask_prompt: str = "arena_hard_reask"
     reask: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
+    # Extra params for the re-ask turn only, e.g. a llama.cpp grammar that makes a small local
+    # judge end with a label: {extra_body: {grammar: ...}}.
+    reask_params: dict[str, Any] = Field(default_factory=dict)
 
 
 class ShowConfig(BaseModel):

@@ -63,7 +63,7 @@ def game_request(judge: str, tpl: JudgeTemplates, question: str, answer_a: str, 
     )
 
 
-async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, quoted: tuple[str, ...], reask: bool) -> Game:
+async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, quoted: tuple[str, ...], reask: bool, reask_params: Mapping | None = None) -> Game:
     user_prompt = req.messages[-1]["content"]
     res = await client.chat(req)
     if not res.ok:
@@ -75,7 +75,7 @@ async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, qu
         follow = ChatRequest(
             endpoint=req.endpoint,
             messages=[*req.messages, {"role": "assistant", "content": text}, {"role": "user", "content": tpl.reask.text}],
-            params=req.params,
+            params={**req.params, **(reask_params or {})},
             template_version=f"{tpl.version}:{tpl.reask.version}",
             stage=REASK_STAGE,
         )
@@ -149,6 +149,7 @@ async def judge_models(
     *,
     params: Mapping | None = None,
     reask: bool = True,
+    reask_params: Mapping | None = None,
     retry_failed: bool = False,
     on_progress: Callable[[str, Judgment], None] | None = None,
 ) -> list[JudgeReport]:
@@ -179,7 +180,7 @@ async def judge_models(
 
             async def run(q: Question = q, a: Answer = a, b: Answer = b, m: str = m, rep: JudgeReport = rep) -> None:
                 quoted = (q.prompt, a.text, b.text)
-                g1, g2 = await asyncio.gather(*(play_game(client, r, tpl, quoted, reask) for r in build_games(judge, tpl, q, b, a, params)))
+                g1, g2 = await asyncio.gather(*(play_game(client, r, tpl, quoted, reask, reask_params) for r in build_games(judge, tpl, q, b, a, params)))
                 j = Judgment(question_id=q.question_id, model=m, judge=judge, games=[g1, g2], baseline=baseline, category=q.category)
                 writers[m].append(j.to_v01())
                 if m in rewrite:

@@ -11,6 +11,7 @@ point estimates come from the full data.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -162,7 +163,8 @@ def leaderboard(
         models, point, reps = _general_bt(battles, baseline, prompts, p_idx, counts)
         method = "bradley-terry"
     alpha = (1.0 - ci) / 2.0
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a model with no parsed game has no CI
         lower = np.nanquantile(reps, alpha, axis=0) if len(reps) else np.full(len(models), np.nan)
         upper = np.nanquantile(reps, 1 - alpha, axis=0) if len(reps) else np.full(len(models), np.nan)
     stats = battles.assign(parsed=parsed).groupby("model").agg(n_battles=("parsed", "sum"), n_games=("parsed", "size"))
