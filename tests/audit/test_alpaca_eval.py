@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -98,8 +99,6 @@ def test_audit_of_ae2_against_chatbot_arena(shared_data, tmp_path):
     lb = leaderboard(soft_battles(js, "gpt4_1106_preview"), "gpt4_1106_preview", n_bootstrap=200, rng=np.random.default_rng(1))
     write_scores(tmp_path / "scores.jsonl", scores_from_leaderboard(lb.table, lb.replicates))
     out = tmp_path / "audit.json"
-    from pathlib import Path
-
     names = Path(__file__).resolve().parents[2] / "data" / "ae2_to_chatbot_arena_20240329.json"
     result = CliRunner().invoke(
         app,
