@@ -56,6 +56,19 @@ def main() -> None:
     for m in res.METRICS:
         print(f"  {m:<26} {getattr(res, m):.4f}")
     print(f"  models: {', '.join(res.models)}")
+    # Judge audit on the same real data: length bias of AlpacaEval's GPT-4-Turbo annotator
+    # (lengths in characters, as AlpacaEval records them), net of each model's strength.
+    from arena.audit.judges import length_bias
+
+    battles = soft_battles(judgments, BASELINE)
+    raw = pd.read_csv(SHARED / "alpaca_eval/ae2_gpt4turbo_preferences.csv.gz")
+    raw["question_id"] = raw["instruction_index"].astype(str)
+    lens = battles[["model", "question_id"]].merge(raw[["model", "question_id", "len_output_1", "len_output_2"]], how="left")
+    keep = battles["model"] != BASELINE  # the baseline against itself carries no length signal
+    slopes, bins = length_bias(battles[keep], lens["len_output_2"][keep].to_numpy(), lens["len_output_1"][keep].to_numpy(), n_bootstrap=100, rng=np.random.default_rng(args.seed))
+    s = slopes.iloc[0]
+    print(f"AE2 judge length bias: logit slope {s['slope']:.3f} [{s['lower']:.3f}, {s['upper']:.3f}] per unit of (L_m - L_b)/(L_m + L_b), {int(s['n_games'])} games")
+    print("  win rate by length-difference quintile: " + ", ".join(f"{r.len_diff_bin} {100 * r.win_rate:.1f}%" for r in bins.itertuples()))
     print(f"elapsed {time.perf_counter() - t0:.1f}s")
 
 

@@ -148,6 +148,7 @@ def judges_cmd(
     bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap rounds for the length-bias slope CI."),
     seed: int = typer.Option(0, "--seed"),
     output: Optional[Path] = typer.Option(None, "--output", help="Directory for CSV/JSON outputs."),
+    questions: Optional[Path] = typer.Option(None, "--questions", help="Question file whose 'category' fills in judgments without one."),
 ) -> None:
     """Verdict distribution, position consistency, unparsed rate, length bias, self-preference,
     run-to-run variance, inter-judge agreement and human agreement."""
@@ -181,6 +182,15 @@ def judges_cmd(
                 raise InputError(f"winner must be model|opponent|tie, got {hum['winner'][bad].iloc[0]!r}", path=str(human), line=int(bad.idxmax()) + 2, field="winner")
     except (InputError, json.JSONDecodeError) as exc:
         _fail(exc)
+    if questions is not None:
+        from arena.formats import read_questions
+
+        try:
+            cats = {q.question_id: q.category for q in read_questions(questions)}
+        except InputError as exc:
+            _fail(exc)
+        for b in per_dir.values():
+            b["category"] = b["category"].where(b["category"].notna(), b["question_id"].map(cats))
     battles = pd.concat(per_dir.values(), ignore_index=True)
     # The first directory holding a judge is its primary run; later ones are repeats.
     seen: dict[str, str] = {}
@@ -189,8 +199,16 @@ def judges_cmd(
             seen.setdefault(judge, d)
     primary = battles[[seen[j] == d for d, bb in per_dir.items() for j in bb["judge"]]]
     outputs: dict[str, object] = {}
-    vd = ja.verdict_distribution(primary)
-    pc = ja.position_consistency(primary)
+    def with_overall(fn):
+        """Per judge over all categories ("(all)"), then per judge and category when there are any."""
+        overall = fn(primary, by=("judge",)).assign(category="(all)")
+        overall = overall[["judge", "category"] + [c for c in overall.columns if c not in ("judge", "category")]]
+        if primary["category"].notna().any():
+            return pd.concat([overall, fn(primary)], ignore_index=True)
+        return overall
+
+    vd = with_overall(ja.verdict_distribution)
+    pc = with_overall(ja.position_consistency)
     outputs["verdict_distribution"], outputs["position_consistency"] = vd, pc
     _print_frame("Verdict distribution (positional labels) and unparsed rate", vd)
     _print_frame("Position consistency (game 1 vs swapped game 2)", pc)
