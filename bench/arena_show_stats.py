@@ -23,28 +23,27 @@ import time
 import numpy as np
 import pandas as pd
 
-from arena.ratings import BATTLE_COLUMNS, leaderboard
+from arena.formats import Game, Judgment
+from arena.ratings import battles_from_judgments, leaderboard
 
-LABELS = np.array(["A>>B", "A>B", "A=B", "B>A", "B>>A"])
+LABELS = ["A>>B", "A>B", "A=B", "B>A", "B>>A"]
 
 
-def simulate(n_models: int, n_prompts: int, rng: np.random.Generator) -> pd.DataFrame:
-    """Judgments drawn from Bradley–Terry strengths, as our battle table."""
+def simulate(n_models: int, n_prompts: int, rng: np.random.Generator) -> list[Judgment]:
+    """Two-game judgments against one baseline, drawn from Bradley–Terry strengths."""
     strength = rng.normal(0, 1, n_models)
-    rows = []
+    out = []
     for m in range(n_models):
         p_win = 1 / (1 + np.exp(-strength[m]))
-        for g in (1, 2):
-            u = rng.random(n_prompts)
-            # model's perspective: strong loss, loss, tie, win, strong win
-            cuts = np.array([0.25 * (1 - p_win), (1 - p_win) * 0.9, (1 - p_win) * 0.9 + 0.1, 1 - 0.25 * p_win])
-            outcome = np.searchsorted(cuts, u)  # 0..4 from the model's view
-            label = LABELS[4 - outcome] if g == 1 else LABELS[outcome]
-            score = np.array([0, 0, 0.5, 1, 1])[outcome]
-            weight = np.where((outcome == 0) | (outcome == 4), 3.0, 1.0)
-            for q in range(n_prompts):
-                rows.append((f"q{q}", f"m{m:02d}", "baseline", "judge", None, g, label[q], "ok", score[q], weight[q]))
-    return pd.DataFrame(rows, columns=BATTLE_COLUMNS)
+        # the model's view: strong loss, loss, tie, win, strong win
+        cuts = np.array([0.25 * (1 - p_win), (1 - p_win) * 0.9, (1 - p_win) * 0.9 + 0.1, 1 - 0.25 * p_win])
+        o1 = np.searchsorted(cuts, rng.random(n_prompts))
+        o2 = np.searchsorted(cuts, rng.random(n_prompts))
+        for q in range(n_prompts):
+            # game 1: the baseline is A, so a model win is B>A; game 2: the model is A
+            games = [Game(None, None, LABELS[4 - o1[q]]), Game(None, None, LABELS[o2[q]])]
+            out.append(Judgment(f"q{q}", f"m{m:02d}", "judge", games, baseline="baseline"))
+    return out
 
 
 # ---------------------------------------------------------------- arena-hard-auto v0.1 reference
@@ -92,7 +91,8 @@ def reference_mle_elo(df: pd.DataFrame, tol: float, scale=400, base=10, init=100
             sample_weights.append(ptbl_win.loc[m_b, m_a])
             cur += 2
     X, Y = X[:cur], Y[:cur]
-    lr = LogisticRegression(fit_intercept=False, penalty=None, tol=tol, max_iter=10_000)
+    # penalty=None in arena-hard; C=inf is the same unpenalised fit without sklearn>=1.8's deprecation
+    lr = LogisticRegression(fit_intercept=False, C=np.inf, tol=tol, max_iter=10_000)
     lr.fit(X, Y, sample_weight=sample_weights)
     return pd.Series(scale * lr.coef_[0] + init, index=models.index)
 
@@ -115,7 +115,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args()
     rng = np.random.default_rng(7)
-    battles = simulate(args.models, args.prompts, rng)
+    judgments = simulate(args.models, args.prompts, rng)
+    battles = battles_from_judgments(judgments, "baseline")
     ref_rows = reference_battles(battles)
     print(f"{args.models} models x {args.prompts} prompts x 2 games = {len(battles)} games ({len(ref_rows)} arena-hard battle rows); {args.rounds} bootstrap rounds")
 

@@ -17,6 +17,11 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 import openai
 
+try:  # the HTTP library the installed openai SDK is built on
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - older SDKs use httpx
+    import httpx as _http
+
 from arena.llm.cache import ResponseCache, cache_key
 from arena.llm.cost import DryRunEstimate, UsageLedger, estimate_tokens
 from arena.llm.endpoints import Endpoint
@@ -162,12 +167,15 @@ class LLMClient:
         client = self._clients.get(ep.name)
         if client is None:
             key = self._environ.get(ep.api_key_env, "") if ep.api_key_env else ""
-            # The SDK's default pool (1000 connections) exceeds any max_concurrency we allow.
+            # A pool sized to the endpoint's concurrency: the HTTP pool scans its connections on
+            # every request, so the SDK's default of 1000 costs CPU at high request rates.
+            limits = _http.Limits(max_connections=ep.max_concurrency, max_keepalive_connections=ep.max_concurrency)
             client = openai.AsyncOpenAI(
                 api_key=key or "EMPTY",
                 base_url=ep.base_url,
                 timeout=ep.timeout,
                 max_retries=0,  # retries are ours: Retry-After, jitter and attempt caps live here
+                http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=ep.timeout),
             )
             self._clients[ep.name] = client
             self._semaphores[ep.name] = asyncio.Semaphore(ep.max_concurrency)
