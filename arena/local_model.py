@@ -57,6 +57,7 @@ class LocalModelServer:
         alias: str = SMOLLM2_ALIAS,
         startup_timeout: float = 180.0,
         log_path: str | Path | None = None,
+        n_threads: int | None = None,
     ):
         self.model_path = Path(model_path) if model_path else find_smollm2_gguf()
         self.host = host
@@ -65,6 +66,7 @@ class LocalModelServer:
         self.alias = alias
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -92,6 +94,9 @@ class LocalModelServer:
             "--host", self.host,
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
+            # llama_cpp.server defaults to one thread; prompt evaluation dominates judging.
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
         ]
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = {k: v for k, v in os.environ.items() if "KEY" not in k.upper() and "TOKEN" not in k.upper()}
