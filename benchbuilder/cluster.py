@@ -154,6 +154,53 @@ class KeywordLabeller:
         return {t: " / ".join(kw[: self.n_words]) for t, kw in keywords.items()}
 
 
+@dataclass
+class LLMLabeller:
+    """Topic names from an LLM (template ``benchbuilder_cluster_label``) through the shared
+    client; a failed or unparsable reply falls back to the keyword label."""
+
+    client: Any
+    endpoint: str
+    template: str = "benchbuilder_cluster_label"
+    n_examples: int = 5
+    example_chars: int = 300
+
+    def label(self, keywords: dict[int, list[str]], examples: dict[int, list[str]]) -> dict[int, str]:
+        import asyncio
+        import re
+
+        from arena.llm import ChatRequest
+        from arena.prompts import load_template
+
+        tpl = load_template(self.template)
+        topics = sorted(keywords)
+        reqs = [
+            ChatRequest(
+                endpoint=self.endpoint,
+                messages=[{"role": "user", "content": tpl.format(
+                    keywords=", ".join(keywords[t][:10]),
+                    examples="\n".join(f"- {' '.join(e.split())[: self.example_chars]}" for e in examples.get(t, [])[: self.n_examples]),
+                )}],
+                template_version=tpl.version, stage="cluster_label", meta={"topic": t},
+            )
+            for t in topics
+        ]
+
+        async def run():
+            try:
+                return await self.client.chat_many(reqs)
+            finally:
+                await self.client.aclose()
+
+        fallback = KeywordLabeller().label(keywords, examples)
+        out = {}
+        for t, res in zip(topics, asyncio.run(run())):
+            m = re.search(r"topic\s*:\s*(.+)", res.text or "", re.I) if res.ok else None
+            name = m.group(1).strip().strip("\"'*.").strip() if m else ""
+            out[t] = name[:80] if name else fallback[t]
+        return out
+
+
 def distinct_labels(labels: dict[int, str], keywords: dict[int, list[str]]) -> dict[int, str]:
     """Make labels pairwise distinct (case-insensitive): a repeated label gets the first of its
     topic's keywords not already in it, then the topic id as a last resort."""
@@ -325,7 +372,7 @@ class TopicModel:
         return pd.DataFrame(rows).sort_values("size", ascending=False).reset_index(drop=True)
 
 
-def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, labels: dict[int, str], keywords: dict[int, list[str]], stats: ClusterStats | None = None) -> None:
+def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, labels: dict[int, str], keywords: dict[int, list[str]], stats: ClusterStats | None = None, examples: dict[int, list[str]] | None = None) -> None:
     """Persist ``clusters.jsonl`` (one line per prompt) and ``topics.json`` beside it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -335,6 +382,8 @@ def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, l
     meta = {"labels": {str(k): v for k, v in labels.items()}, "keywords": {str(k): v for k, v in keywords.items()}}
     if stats is not None:
         meta["stats"] = stats.to_dict()
+    if examples is not None:  # representative prompts (nearest the topic centroid), shortened
+        meta["examples"] = {str(k): [" ".join(e.split())[:300] for e in v] for k, v in examples.items()}
     path.with_name("topics.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
 

@@ -1,0 +1,109 @@
+"""The curation config (YAML): it only picks and parameterises the pipeline's collaborators.
+
+Relative paths are taken from the current directory (run from the repository root).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arena.errors import InputError
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputConfig(_M):
+    paths: list[str]
+    format: Literal["auto", "jsonl", "json", "csv", "parquet", "hf"] = "auto"
+    fields: dict[str, str | None] = Field(default_factory=dict, description="prompt, conversation, id, role, content")
+    multi_turn: Literal["first", "concat"] = "first"
+    max_chars: int = 8000
+    max_bytes: int = 1_000_000
+    hf_split: str = "train"
+    hf_config: str | None = None
+    limit: int | None = None
+
+
+class FilterConfig(_M):
+    languages: list[str] | None = ["en"]
+    exact_dedup: bool = True
+    near_dedup: bool = True
+    near_dedup_threshold: float = 0.8
+
+
+class EmbeddingConfig(_M):
+    backend: Literal["model2vec", "minilm", "openai"] = "model2vec"
+    cache: str = ".cache/benchbuilder/embeddings.sqlite"
+    model_dir: str = ".cache/benchbuilder/models"
+    pca_dims: int = 256
+    max_seq_length: int = 256
+    batch_size: int = 64
+    endpoint: str | None = None
+
+
+class ClusterConfig(_M):
+    reducer: dict[str, Any] = Field(default_factory=dict)
+    hdbscan: dict[str, Any] = Field(default_factory=dict)
+    outlier_strategy: Literal["embeddings", "none"] = "embeddings"
+    fit_sample: int | None = 50_000
+    labeller: Literal["keywords", "llm"] = "keywords"
+    label_endpoint: str | None = None
+    seed: int = 0
+
+
+class StageConfig(_M):
+    name: str
+    endpoint: str
+    min_score: float = 0.0
+    min_cluster_mean: float = 0.0
+    template: str = "benchbuilder_annotate"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class AnnotationConfig(_M):
+    stages: list[StageConfig] = Field(default_factory=list)
+    retry_failed: bool = False
+
+
+class SelectionConfig(_M):
+    n: int = 500
+    seed: int = 0
+    category: str = "benchbuilder"
+    prefer_high_score: bool = True
+
+
+class BuildConfig(_M):
+    output: str = "runs/benchbuilder"
+    input: InputConfig
+    filters: FilterConfig = Field(default_factory=FilterConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    clustering: ClusterConfig = Field(default_factory=ClusterConfig)
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    endpoints: dict[str, Any] | None = None
+    endpoints_file: str | None = None
+    llm_cache: str | None = None  # default: <output>/llm_cache.sqlite
+
+
+def load_config(path: str | Path) -> BuildConfig:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read config: {exc.strerror}", path=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {exc}", path=str(path), line=None if mark is None else mark.line + 1) from None
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping at the top level", path=str(path))
+    try:
+        return BuildConfig(**raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], path=str(path), field=".".join(str(p) for p in err["loc"])) from None

@@ -1,0 +1,256 @@
+"""The curation pipeline: ingest -> filter -> embed -> cluster -> annotate -> select -> report.
+
+Each stage reads the previous stage's files in the output folder and writes its own, so any
+stage can be rerun alone, and a rerun reuses the embedding cache and the LLM response cache:
+
+``prompts.jsonl`` / ``drops.jsonl`` / ``ingest.json`` (ingest), ``clusters.jsonl`` /
+``topics.json`` (cluster), ``annotations/<stage>.jsonl`` / ``annotation.json`` /
+``usage.csv`` (annotate), ``question.jsonl`` (select), ``report/`` (report).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from arena.errors import InputError
+from benchbuilder.config import BuildConfig
+
+Log = Callable[[str], None]
+
+
+def _noop(msg: str) -> None:
+    pass
+
+
+@dataclass
+class Pipeline:
+    config: BuildConfig
+    log: Log = _noop
+
+    @property
+    def out(self) -> Path:
+        return Path(self.config.output)
+
+    # ------------------------------------------------------------------ collaborators
+    def client(self, retry_failed: bool = False):
+        from arena.llm import LLMClient, ResponseCache, load_endpoints
+        from arena.llm.endpoints import parse_endpoints
+
+        c = self.config
+        eps: dict[str, Any] = {}
+        if c.endpoints_file:
+            eps.update(load_endpoints(c.endpoints_file))
+        if c.endpoints:
+            eps.update(parse_endpoints(c.endpoints, source="config:endpoints"))
+        cache = ResponseCache(c.llm_cache or self.out / "llm_cache.sqlite")
+        return LLMClient(eps, cache, retry_failed=retry_failed)
+
+    def embedder(self, client: Any = None):
+        from benchbuilder.embed import CachedEmbedder, EmbeddingCache, Model2VecEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+
+        e = self.config.embedding
+        if e.backend == "model2vec":
+            backend = Model2VecEmbedder(e.model_dir, pca_dims=e.pca_dims)
+        elif e.backend == "minilm":
+            backend = SentenceTransformerEmbedder(max_seq_length=e.max_seq_length, batch_size=e.batch_size)
+        else:
+            if not e.endpoint:
+                raise InputError("the openai backend needs embedding.endpoint", field="embedding.endpoint")
+            backend = OpenAIEmbedder(client or self.client(), e.endpoint, batch_size=e.batch_size)
+        return CachedEmbedder(backend, EmbeddingCache(e.cache))
+
+    def topic_model(self, client: Any = None):
+        from benchbuilder.cluster import HDBSCANParams, LLMLabeller, TopicModel, UMAPParams
+
+        c = self.config.clustering
+        labeller = None
+        if c.labeller == "llm":
+            if not c.label_endpoint:
+                raise InputError("labeller: llm needs clustering.label_endpoint", field="clustering.label_endpoint")
+            labeller = LLMLabeller(client or self.client(), c.label_endpoint)
+        return TopicModel(umap=UMAPParams(**c.reducer), hdbscan=HDBSCANParams(**c.hdbscan), outlier_strategy=c.outlier_strategy, fit_sample=c.fit_sample, labeller=labeller, seed=c.seed)
+
+    # ------------------------------------------------------------------ stages
+    def ingest(self) -> dict[str, Any]:
+        from benchbuilder.filters import ExactDedup, LanguageFilter, MinHashDedup, run_filters
+        from benchbuilder.ingest import DropLog, FieldMap, IngestOptions, read_prompts
+
+        c = self.config
+        opts = IngestOptions(
+            fields=FieldMap(**{k: v for k, v in c.input.fields.items()}), multi_turn=c.input.multi_turn, max_chars=c.input.max_chars,
+            max_bytes=c.input.max_bytes, format=c.input.format, hf_split=c.input.hf_split, hf_config=c.input.hf_config, limit=c.input.limit,
+        )
+        drops = DropLog()
+        records = []
+        for p in c.input.paths:
+            recs = read_prompts(p, opts, drops)
+            self.log(f"read {len(recs)} prompts from {p}")
+            records += recs
+        n_read = len(records) + len(drops.drops)
+        # Source ids must be unique across files: later clashes get their file and line appended.
+        seen: set[str] = set()
+        for r in records:
+            if r.source_id in seen:
+                r.source_id = f"{r.source_id}@{Path(r.source).name}:{r.line}"
+            seen.add(r.source_id)
+        filters = []
+        if c.filters.languages:
+            filters.append(LanguageFilter(keep=tuple(c.filters.languages)))
+        if c.filters.exact_dedup:
+            filters.append(ExactDedup())
+        if c.filters.near_dedup:
+            filters.append(MinHashDedup(threshold=c.filters.near_dedup_threshold))
+        records = run_filters(records, filters, drops)
+        self.out.mkdir(parents=True, exist_ok=True)
+        _write_jsonl(self.out / "prompts.jsonl", [r.to_dict() for r in records])
+        _write_jsonl(self.out / "drops.jsonl", [d.to_dict() for d in drops.drops])
+        summary = {"read": n_read, "kept": len(records), "dropped": drops.counts()}
+        (self.out / "ingest.json").write_text(json.dumps(summary, indent=1))
+        return summary
+
+    def prompts(self) -> dict[str, dict[str, Any]]:
+        path = self.out / "prompts.jsonl"
+        if not path.exists():
+            raise InputError("no prompts yet: run the ingest stage first", path=str(path))
+        return {r["source_id"]: r for r in _read_jsonl(path)}
+
+    def embed(self) -> np.ndarray:
+        recs = self.prompts()
+        emb = self.embedder()
+        x = emb.embed([r["prompt"] for r in recs.values()])
+        self.log(f"embedded {len(recs)} prompts with {emb.name} ({emb.cache_hits_} cached, {emb.computed_} computed)")
+        return x
+
+    def cluster(self) -> dict[str, Any]:
+        from benchbuilder.cluster import save_assignments
+
+        recs = self.prompts()
+        ids = list(recs)
+        x = self.embed()
+        tm = self.topic_model().fit([recs[i]["prompt"] for i in ids], x)
+        st = tm.stats()
+        save_assignments(self.out / "clusters.jsonl", ids, tm.topics_, tm.labels_, tm.keywords_, st, tm.examples_)
+        self.log(f"{st.n_topics} topics, largest {st.largest_share:.1%}, outliers before reduction {st.outlier_share_before:.1%}")
+        return st.to_dict()
+
+    def annotate(self, *, retry_failed: bool | None = None, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
+        import asyncio
+
+        from benchbuilder.annotate import AnnotationStage, Annotator, apply_thresholds
+        from benchbuilder.cluster import load_assignments
+
+        c = self.config
+        retry = c.annotation.retry_failed if retry_failed is None else retry_failed
+        if not c.annotation.stages:
+            raise InputError("no annotation stages configured", field="annotation.stages")
+        recs = self.prompts()
+        clusters, _ = load_assignments(self.out / "clusters.jsonl")
+        client = self.client(retry_failed=retry)
+        client.check_keys(s.endpoint for s in c.annotation.stages)
+        alive = [sid for sid in recs if sid in clusters]
+        summary: dict[str, Any] = {"stages": []}
+
+        async def run_all() -> None:
+            nonlocal alive
+            try:
+                for sc in c.annotation.stages:
+                    stage = AnnotationStage(**sc.model_dump())
+                    ann = Annotator(client, stage, self.out / "annotations" / f"{stage.name}.jsonl", retry=retry)
+                    res = await ann.arun({sid: recs[sid]["prompt"] for sid in alive}, progress)
+                    kept, means, drops = apply_thresholds(res, clusters, stage)
+                    info = {"stage": stage.name, "endpoint": stage.endpoint, "input": len(alive), "requests": ann.requests_, "annotated_ok": sum(a.status == "ok" for a in res.values()), "kept": len(kept), "dropped": drops, "clusters_kept": len({clusters[s] for s in kept})}
+                    self.log(f"stage {stage.name}: {info}")
+                    summary["stages"].append(info)
+                    alive = kept
+            finally:
+                await client.aclose()
+
+        asyncio.run(run_all())
+        summary["survivors"] = alive
+        (self.out / "annotation.json").write_text(json.dumps(summary, indent=1))
+        client.ledger.to_frame().to_csv(self.out / "usage.csv", index=False)
+        summary["usage"] = client.ledger.to_frame()
+        return summary
+
+    def _final_annotations(self):
+        from benchbuilder.annotate import load_annotations
+
+        stages = self.config.annotation.stages
+        last = load_annotations(self.out / "annotations" / f"{stages[-1].name}.jsonl") if stages else {}
+        first = load_annotations(self.out / "annotations" / f"{stages[0].name}.jsonl") if stages else {}
+        return first, last
+
+    def select(self) -> Path:
+        from benchbuilder.cluster import load_assignments
+        from benchbuilder.select import Candidate, sample_evenly, write_questions
+
+        s = self.config.selection
+        recs = self.prompts()
+        clusters, labels = load_assignments(self.out / "clusters.jsonl")
+        summ_path = self.out / "annotation.json"
+        if self.config.annotation.stages:
+            if not summ_path.exists():
+                raise InputError("no annotation results: run the annotate stage first", path=str(summ_path))
+            survivors = json.loads(summ_path.read_text())["survivors"]
+        else:
+            survivors = [sid for sid in recs if sid in clusters]
+        _, last = self._final_annotations()
+        cands = [
+            Candidate(sid, recs[sid]["prompt"], clusters[sid], last[sid].score if sid in last else None, last[sid].criteria if sid in last else None, recs[sid]["source"])
+            for sid in survivors
+        ]
+        chosen = sample_evenly(cands, s.n, np.random.default_rng(s.seed), prefer_high_score=s.prefer_high_score)
+        path = write_questions(self.out / "question.jsonl", chosen, labels, s.category)
+        self.log(f"selected {len(chosen)} prompts from {len({c.cluster for c in chosen})} clusters -> {path}")
+        return path
+
+    def report(self) -> dict[str, Path]:
+        from benchbuilder.cluster import load_assignments
+        from benchbuilder.report import cluster_table, write_report
+
+        recs = self.prompts()
+        clusters, labels = load_assignments(self.out / "clusters.jsonl")
+        first, _ = self._final_annotations()
+        ok = {sid: a for sid, a in first.items() if a.status == "ok"}
+        meta = json.loads((self.out / "topics.json").read_text())
+        examples = {int(k): v for k, v in meta.get("examples", {}).items()}
+        table = cluster_table(clusters, labels, {k: v["prompt"] for k, v in recs.items()}, {k: a.score for k, a in ok.items()}, examples=examples)
+        extra: dict[str, object] = {}
+        if (self.out / "ingest.json").exists():
+            extra["ingest"] = (self.out / "ingest.json").read_text().replace("\n", " ")
+        if "stats" in meta:
+            extra["clustering"] = meta["stats"]
+        if first:
+            extra["annotation stage used for Table 1 / Figure 2"] = self.config.annotation.stages[0].name
+        return write_report(self.out / "report", table, [a.criteria for a in ok.values()], extra)
+
+    def build(self, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"ingest": self.ingest(), "cluster": self.cluster()}
+        if self.config.annotation.stages:
+            out["annotate"] = self.annotate(progress=progress)
+        out["questions"] = self.select()
+        out["report"] = self.report()
+        return out
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def _read_jsonl(path: Path):
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=i) from None
