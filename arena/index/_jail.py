@@ -111,8 +111,11 @@ def main() -> None:
         except BaseException as exc:  # setup failed: say so on stderr, distinct exit code
             os.write(2, f"sandbox setup failed: {exc!r}\n".encode())
             os._exit(120)
-    _, status = os.waitpid(pid, 0)
-    out = {}
+    _, status, usage = os.wait4(pid, 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    # Under load the kernel may deliver the hard limit's SIGKILL rather than SIGXCPU; the CPU
+    # time used tells the two apart from a kill for another reason.
+    out = {"cpu_seconds": cpu, "cpu_exceeded": cpu >= limits["cpu_seconds"]}
     if os.WIFSIGNALED(status):
         out["signal"] = os.WTERMSIG(status)
         out["exit"] = None

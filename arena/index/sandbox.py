@@ -255,7 +255,7 @@ def _classify(status: dict, stderr: str, timed_out: bool) -> str:
         return "timeout"
     sig = status.get("signal")
     code = status.get("exit")
-    if sig == signal.SIGXCPU or sig == signal.SIGKILL and "cpu" in stderr.lower():
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and (status.get("cpu_exceeded") or "cpu" in stderr.lower())):
         return "cpu_limit"
     if sig == signal.SIGXFSZ or "File too large" in stderr:
         return "file_limit"
