@@ -165,3 +165,7 @@ def validate(
     table.add_row("exact match", f"{res['exact_match']:.3f}")
     console.print(table)
     console.print(f"prompts: {res['n_prompts']}, reference annotators: {res['n_others']}")
+
+
+if __name__ == "__main__":
+    app()
