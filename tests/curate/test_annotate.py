@@ -159,9 +159,12 @@ def test_kill_minus_9_then_resume(fake_server, tmp_path):
     assert set(s2) == survivors1 and len(s2) == len(set(s2))
     # the rerun asked exactly for the prompts missing from the file, plus stage 2
     assert st["hits"] - hits_at_kill == (n - before) + len(s2)
+    import pandas as pd
+
+    usage = pd.read_csv(tmp_path / "run" / "usage.csv").set_index("stage")
+    assert usage.loc["annotate:s1", "calls"] == n - before and usage.loc["annotate:s2", "calls"] == len(s2)
+    assert usage.loc["annotate:s2", "cost"] > 0
     # a third run pays nothing
     hits = srv.stats()["hits"]
     subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=300, check=True)
     assert srv.stats()["hits"] == hits
-    usage = (tmp_path / "run" / "usage.csv").read_text()
-    assert "annotate:s1" in usage
