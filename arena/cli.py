@@ -16,6 +16,7 @@ from rich.table import Table
 
 from arena.audit.cli import audit_app, import_app
 from arena.errors import InputError
+from arena.llm.cost import DryRunEstimate
 from arena.index.cli import app as index_app
 
 app = typer.Typer(help="Rank language models on hard prompts with an LLM judge.", no_args_is_help=True)
@@ -188,65 +189,55 @@ def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, c
 CONFIG_OPT = typer.Option(..., "--config", "-c", help="Run config (YAML).", exists=False)
 
 
-@app.command()
-def answers(config: Path = CONFIG_OPT, dry_run: bool = typer.Option(False, "--dry-run", help="Count calls and estimate cost; call nothing."),
-            retry_failed: bool = typer.Option(False, "--retry-failed", help="Re-ask requests that failed before.")):
-    """Generate model answers into OUTPUT_DIR/model_answer/<model>.jsonl (resumable)."""
+DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Count calls and estimate cost; call nothing.")
+RETRY_OPT = typer.Option(False, "--retry-failed", help="Re-ask requests that failed before.")
+
+
+def _run_stages(config: Path, dry_run: bool, retry_failed: bool, answers: bool, judge: bool, leaderboard: bool) -> None:
+    """Run the chosen stages with one client; a dry run only estimates them."""
     from arena.config import load_run_config
 
     try:
         cfg = load_run_config(config)
-        if dry_run:
-            cfg = cfg.model_copy(update={"local_model": None}) if cfg.local_model else cfg
-        with run_context(cfg, retry_failed) if not dry_run else _dry_context(cfg) as client:
-            est = _do_answers(cfg, client, dry_run)
-            if est is not None:
-                _print_estimate(est)
-            else:
-                _print_usage(client)
-    except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
-        fail(exc)
-
-
-@app.command()
-def judge(config: Path = CONFIG_OPT, dry_run: bool = typer.Option(False, "--dry-run"), retry_failed: bool = typer.Option(False, "--retry-failed")):
-    """Judge every model against the baseline, two games per prompt (resumable)."""
-    from arena.config import load_run_config
-
-    try:
-        cfg = load_run_config(config)
-        with run_context(cfg, retry_failed) if not dry_run else _dry_context(cfg) as client:
-            est = _do_judge(cfg, client, dry_run, retry_failed)
-            if est is not None:
-                _print_estimate(est)
-            else:
-                _print_usage(client)
-    except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
-        fail(exc)
-
-
-@app.command()
-def run(config: Path = CONFIG_OPT, dry_run: bool = typer.Option(False, "--dry-run"), retry_failed: bool = typer.Option(False, "--retry-failed")):
-    """Answers, judging and the leaderboard in one go."""
-    from arena.config import load_run_config
-
-    try:
-        cfg = load_run_config(config)
-        with run_context(cfg, retry_failed) if not dry_run else _dry_context(cfg) as client:
+        with (_dry_context(cfg) if dry_run else run_context(cfg, retry_failed)) as client:
             if dry_run:
-                est = _do_answers(cfg, client, True)
-                est.merge(_do_judge(cfg, client, True, retry_failed))
+                est = DryRunEstimate()
+                if answers:
+                    est.merge(_do_answers(cfg, client, True))
+                if judge:
+                    est.merge(_do_judge(cfg, client, True, retry_failed))
                 _print_estimate(est)
                 return
-            _do_answers(cfg, client, False)
-            _do_judge(cfg, client, False, retry_failed)
+            if answers:
+                _do_answers(cfg, client, False)
+            if judge:
+                _do_judge(cfg, client, False, retry_failed)
             _print_usage(client)
-        s = cfg.show
-        _show([cfg.judgment_dir()], cfg.judge.baseline, s.bootstrap, s.seed, s.ci, s.strong_weight, cfg.output_dir / "leaderboard.csv", [cfg.answer_dir])
-        if cfg.local_model:
-            console.print(SMALL_MODEL_WARNING)
+        if leaderboard:
+            s = cfg.show
+            _show([cfg.judgment_dir()], cfg.judge.baseline, s.bootstrap, s.seed, s.ci, s.strong_weight, cfg.output_dir / "leaderboard.csv", [cfg.answer_dir])
+            if cfg.local_model:
+                console.print(SMALL_MODEL_WARNING)
     except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
         fail(exc)
+
+
+@app.command()
+def answers(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT):
+    """Generate model answers into OUTPUT_DIR/model_answer/<model>.jsonl (resumable)."""
+    _run_stages(config, dry_run, retry_failed, answers=True, judge=False, leaderboard=False)
+
+
+@app.command()
+def judge(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT):
+    """Judge every model against the baseline, two games per prompt (resumable)."""
+    _run_stages(config, dry_run, retry_failed, answers=False, judge=True, leaderboard=False)
+
+
+@app.command()
+def run(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT):
+    """Answers, judging and the leaderboard in one go."""
+    _run_stages(config, dry_run, retry_failed, answers=True, judge=True, leaderboard=True)
 
 
 @contextlib.contextmanager
