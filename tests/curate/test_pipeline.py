@@ -1,0 +1,108 @@
+"""End to end: `benchbuilder build` on the ShareGPT prompts through the loopback fake server
+(scripted annotator, injected faults), then `arena answers` on the resulting question.jsonl;
+and annotation with the real embedded SmolLM2 on a small sample."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A scripted annotator: coding/maths prompts are "hard", writing prompts mixed, the rest easy;
+# some replies are malformed (no parsable list).
+# Rules see system + all messages; USER anchors a pattern to the text after the template's
+# last line, i.e. to the user prompt only.
+USER = r"Criteria Satisfied: \[\]\s*\n(?![\s\S]*Criteria Satisfied: \[\])[\s\S]*"
+ANNOTATOR_RULES = [
+    {"match": USER + r"(?i:python|code|function|sql|algorithm|equation|calculate|error)",
+     "replies": ["Criteria Satisfied: [1, 2, 3, 4, 6, 7]", "Criteria Satisfied: [1, 2, 3, 4, 5, 6, 7]", "Criteria Satisfied: [1, 2, 4, 6, 7]"]},
+    {"match": USER + r"(?i:write|story|poem|essay|blog)",
+     "replies": ["Criteria Satisfied: [1, 5, 7]", "Criteria Satisfied: [1, 2, 3, 5, 7]", "The prompt is creative.", "Criteria Satisfied: [1, 2, 3, 4, 5, 7]"]},
+    {"match": r"Criteria Satisfied", "replies": ["Criteria Satisfied: [1]", "Criteria Satisfied: [1, 2, 6, 7]", "Criteria Satisfied: [1, 2, 3, 4, 7]", "Criteria Satisfied: [1, 2, 3, 6, 7]", "Criteria Satisfied: []"]},
+]
+
+
+def _cli(*args, cwd=ROOT, timeout=900):
+    r = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+@pytest.mark.slow
+def test_build_sharegpt_through_fake_server_then_arena_answers(shared_data, fake_server, tmp_path):
+    from arena.formats import read_questions
+
+    srv = fake_server({"rules": ANNOTATOR_RULES, "faults": {"429": 0.03, "500": 0.03, "malformed": 0.02}, "retry_after": 0.01})
+    out = tmp_path / "run"
+    n = 100
+    cfg = {
+        "output": str(out),
+        "input": {"paths": [str(shared_data / "prompts" / "sharegpt_en.jsonl.gz")]},
+        "embedding": {"backend": "model2vec"},  # distilled model and embeddings cached under .cache/
+        "endpoints": {"annotator": {"model": "fake-gpt-3.5", "base_url": srv.url, "max_concurrency": 64, "max_retries": 10}},
+        "annotation": {"stages": [{"name": "screen", "endpoint": "annotator", "min_score": 5, "min_cluster_mean": 3}]},
+        "selection": {"n": n, "seed": 0, "category": "bb-sharegpt"},
+    }
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    _cli("benchbuilder.cli", "build", "--config", str(tmp_path / "cfg.yaml"))
+
+    ingest = json.loads((out / "ingest.json").read_text())
+    assert ingest["read"] == 9126 and ingest["kept"] + sum(ingest["dropped"].values()) == 9126
+    topics = json.loads((out / "topics.json").read_text())["stats"]
+    assert topics["n_topics"] >= 60 and topics["largest_share"] <= 0.05 and topics["labels_distinct"]
+    ann = json.loads((out / "annotation.json").read_text())["stages"][0]
+    assert ann["input"] == ingest["kept"] and ann["dropped"].get("malformed", 0) > 0  # malformed replies recorded, not scored
+    assert srv.stats()["status"].get("429", 0) > 0  # faults were injected and survived
+    qs = read_questions(out / "question.jsonl")
+    assert len(qs) == n and len({q.cluster for q in qs}) >= n / 2
+    assert all(q.extra["score"] >= 5 for q in qs)
+    assert (out / "report" / "mean_score_per_cluster.html").exists()
+
+    # a rerun pays for nothing
+    hits = srv.stats()["hits"]
+    _cli("benchbuilder.cli", "annotate", "--config", str(tmp_path / "cfg.yaml"))
+    assert srv.stats()["hits"] == hits
+
+    # `arena answers` takes question.jsonl as it is
+    arena_cfg = {"questions": str(out / "question.jsonl"), "output_dir": str(tmp_path / "arena"),
+                 "endpoints": {"m1": {"model": "fake-model", "base_url": srv.url, "max_concurrency": 16}}, "answers": {"models": ["m1"]}}
+    (tmp_path / "arena.yaml").write_text(yaml.safe_dump(arena_cfg))
+    _cli("arena.cli", "answers", "--config", str(tmp_path / "arena.yaml"))
+    answers = (tmp_path / "arena" / "model_answer" / "m1.jsonl").read_text().splitlines()
+    assert len(answers) == n
+
+
+@pytest.mark.smollm
+def test_annotation_with_local_smollm2(smollm_server, tmp_path):
+    """The real local model through the shared client: a 135M model rarely follows the format,
+    so this checks the real path (calls, parsing, recording), not annotation quality."""
+    from arena.llm import LLMClient, ResponseCache
+    from benchbuilder.annotate import AnnotationStage, Annotator, load_annotations
+
+    ep = smollm_server.endpoint("smollm2", params={"temperature": 0.0, "max_tokens": 64, "seed": 0})
+    prompts = {
+        "p1": "Write a Python function that returns the n-th Fibonacci number using memoization.",
+        "p2": "What is the capital of France?",
+        "p3": "Design a database schema for a library with books, members and loans, and explain the indexes.",
+        "p4": "Write a short poem about the sea.",
+    }
+    out = tmp_path / "smol.jsonl"
+    client = LLMClient({"smollm2": ep}, ResponseCache(tmp_path / "c.sqlite"))
+    res = Annotator(client, AnnotationStage("smol", "smollm2"), out).run(prompts)
+    assert set(res) == set(prompts)
+    assert all(a.status in {"ok", "malformed"} for a in res.values())  # the server answered every prompt
+    assert all(a.raw for a in res.values())
+    for a in res.values():
+        if a.status == "ok":
+            assert a.score == len(a.criteria) and all(1 <= c <= 7 for c in a.criteria)
+    assert len(load_annotations(out)) == len(prompts)
+    # resumable: a second run asks nothing
+    client2 = LLMClient({"smollm2": ep}, ResponseCache(tmp_path / "c.sqlite"))
+    Annotator(client2, AnnotationStage("smol", "smollm2"), out).run(prompts)
+    assert client2.ledger.calls == 0
