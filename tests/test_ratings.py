@@ -58,7 +58,7 @@ def test_closed_form_equals_general_bt_and_logistic_regression():
         X[k, idx[m]] = X[k + len(b), idx[m]] = 1
         X[k, 0] = X[k + len(b), 0] = -1
     sw = np.r_[b["weight"] * b["score"], b["weight"] * (1 - b["score"])]
-    lr = LogisticRegression(fit_intercept=False, penalty=None, tol=1e-12, max_iter=10000).fit(X, y, sample_weight=sw)
+    lr = LogisticRegression(fit_intercept=False, C=np.inf, tol=1e-12, max_iter=10000).fit(X, y, sample_weight=sw)
     coef = lr.coef_[0] - lr.coef_[0][0]
     for m in names[1:]:
         p_newton = 1 / (1 + np.exp(-theta[idx[m]]))
