@@ -4,8 +4,8 @@ c-TF-IDF keywords), outlier reduction, and distinct topic labels.
 :class:`TopicModel` follows scikit-learn: parameters and collaborators in ``__init__``
 (``reducer``, ``clusterer``, ``labeller``, ``vectorizer``), learning in ``fit``, learned state
 with a trailing underscore. For large corpora ``fit_sample`` fits BERTopic on a random sample
-and assigns the rest with ``transform`` (UMAP's out-of-sample embedding and HDBSCAN's
-``approximate_predict``), which keeps 200k prompts within minutes and a few GB.
+and assigns every other prompt by a similarity-weighted vote of its nearest fitted prompts,
+which keeps 200k prompts within minutes and a few GB.
 """
 
 from __future__ import annotations
