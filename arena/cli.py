@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from pathlib import Path
 from typing import Iterator, List, Optional
 
@@ -122,9 +121,8 @@ def _do_answers(cfg, client, dry_run: bool):
 
 
 def _judge_inputs(cfg):
-    from arena.answers import answers_by_model
     from arena.formats import read_questions
-    from arena.judge import JudgeTemplates, check_answers_match
+    from arena.judge import JudgeTemplates
 
     if cfg.judge is None:
         raise InputError("the config has no 'judge' section", path=cfg.source, field="judge")

@@ -10,7 +10,7 @@ v0.1 schema, one record per prompt, appended as soon as both games are done).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 

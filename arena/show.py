@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from arena.errors import InputError
 from arena.formats import Judgment, read_answers, read_judgments

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from arena.configfile import read_json
 from arena.errors import InputError
 
 # Column names used by common sources for the CI bounds (Chatbot Arena exports use rating_q025/q975).
@@ -121,12 +122,7 @@ def read_names(path: str | Path | None) -> dict[str, str | None]:
     if path is None:
         return {}
     path = Path(path)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg})", path=str(path), line=exc.lineno) from None
+    obj = read_json(path)
     if not isinstance(obj, Mapping):
         raise InputError("expected a JSON object {benchmark_name: reference_name}", path=str(path))
     out = {}

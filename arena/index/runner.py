@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
 
+from arena.configfile import read_yaml
 from arena.errors import InputError
 from arena.index.datasets import MULTILINGUAL_LANGUAGES, EvalItem, load_eval
 from arena.index.graders.choice import ChoiceExtractor
@@ -60,12 +60,7 @@ class IndexConfig:
 
 def load_config(path: str | Path) -> IndexConfig:
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise InputError(f"cannot read config: {exc.strerror}", path=str(path)) from None
-    if not isinstance(raw, dict):
-        raise InputError("expected a mapping", path=str(path))
+    raw = read_yaml(path)
     base = path.parent
     if "endpoints_file" in raw:
         endpoints = load_endpoints(base / raw["endpoints_file"])

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from arena.configfile import read_yaml, validation_error
 from arena.errors import InputError
 
 
@@ -84,22 +84,13 @@ def parse_endpoints(raw: Mapping[str, Any], *, source: str = "<config>") -> dict
         try:
             out[str(name)] = Endpoint(name=str(name), **dict(spec))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise InputError(err["msg"], path=source, field=f"endpoints.{name}.{loc}") from None
+            raise validation_error(exc, source, prefix=f"endpoints.{name}.") from None
     return out
 
 
 def load_endpoints(path: str | Path) -> dict[str, Endpoint]:
     """Read endpoints from a YAML file: either ``endpoints: {...}`` or the mapping itself."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read endpoints file: {exc.strerror}", path=str(path)) from None
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputError(f"invalid YAML: {exc}", path=str(path), line=None if line is None else line + 1) from None
+    data = read_yaml(path, require_mapping=False)
     if isinstance(data, Mapping) and "endpoints" in data:
         data = data["endpoints"]
     return parse_endpoints(data or {}, source=str(path))
