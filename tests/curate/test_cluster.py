@@ -63,3 +63,21 @@ def test_distinct_labels_disambiguates():
     out = distinct_labels({0: "Python", 1: "python", 2: "Python"}, {0: ["pandas"], 1: ["django", "web"], 2: ["python"]})
     assert out[0] == "Python" and out[1] == "python (django)" and out[2] == "Python #2"
     assert len({v.lower() for v in out.values()}) == 3
+
+
+def test_llm_labeller_through_shared_client(fake_server, tmp_path):
+    from arena.llm import Endpoint, LLMClient, ResponseCache
+    from benchbuilder.cluster import LLMLabeller
+
+    srv = fake_server({"rules": [
+        {"match": "Keywords: python", "reply": "Topic: Python Data Wrangling"},
+        {"match": "Keywords: recipe", "reply": "Topic: Python Data Wrangling"},  # a clash: made distinct
+        {"match": "Keywords: poem", "reply": "I cannot name this."},  # unparsable: keyword fallback
+    ]})
+    client = LLMClient({"lab": Endpoint(name="lab", model="fake", base_url=srv.url)}, ResponseCache(tmp_path / "c.sqlite"))
+    kw = {0: ["python", "pandas"], 1: ["recipe", "cake"], 2: ["poem", "verse"]}
+    ex = {0: ["merge two dataframes"], 1: ["bake a cake"], 2: ["a sonnet please"]}
+    raw = LLMLabeller(client, "lab").label(kw, ex)
+    assert raw == {0: "Python Data Wrangling", 1: "Python Data Wrangling", 2: "poem / verse"}
+    assert distinct_labels(raw, kw)[1] == "Python Data Wrangling (recipe)"
+    assert srv.stats()["ok"] == 3
