@@ -31,7 +31,7 @@ VERDICT_LABELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 
 
 # --------------------------------------------------------------------------- JSONL I/O
-def _open_text(path: Path) -> io.TextIOBase:
+def open_text(path: Path) -> io.TextIOBase:
     if path.suffix == ".gz":
         return gzip.open(path, "rt", encoding="utf-8", newline="")
     return open(path, "r", encoding="utf-8", newline="")
@@ -41,7 +41,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, record)``; blank lines are skipped, bad JSON names file and line."""
     path = Path(path)
     try:
-        fh = _open_text(path)
+        fh = open_text(path)
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror}", path=str(path)) from None
     with fh:

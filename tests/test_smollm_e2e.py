@@ -8,7 +8,6 @@ the re-ask turn, and the leaderboard.
 from __future__ import annotations
 
 import csv
-import json
 import subprocess
 import sys
 from pathlib import Path

@@ -11,6 +11,7 @@ import pandas as pd
 
 from arena.configfile import read_json
 from arena.errors import InputError
+from arena.formats import read_jsonl
 
 # Column names used by common sources for the CI bounds (Chatbot Arena exports use rating_q025/q975).
 _LOWER_ALIASES = ("lower", "rating_q025", "lower_ci")
@@ -27,21 +28,9 @@ def _number(value: Any, path: Path, line: int, name: str) -> float:
 def read_scores(path: str | Path) -> pd.DataFrame:
     """Read a scores JSONL file (one model per line: ``model, score, lower, upper[, results]``)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
     rows = []
     seen: dict[str, int] = {}
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg})", path=str(path), line=line_no) from None
-        if not isinstance(rec, dict):
-            raise InputError("expected a JSON object", path=str(path), line=line_no)
+    for line_no, rec in read_jsonl(path):
         model = rec.get("model")
         if not isinstance(model, str) or not model:
             raise InputError("missing model name", path=str(path), line=line_no, field="model")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import gzip
-import io
 import json
 import pickle
 import zlib
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from arena.errors import InputError
+from arena.formats import open_text, read_jsonl
 
 MULTILINGUAL_LANGUAGES = ("es", "bn", "de", "ja", "en", "zh", "sw", "fr")
 # openai/MMMLU configs for the issue's languages (English is the original MMLU test set).
@@ -52,30 +51,15 @@ class EvalItem:
 
 
 # --------------------------------------------------------------------------- raw readers
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8", newline="")
-
-
 def read_rows(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, row) from JSON Lines (split on ``\\n`` only) or CSV with a header."""
     name = path.name.removesuffix(".gz")
-    with _open_text(path) as f:
-        if name.endswith(".csv"):
+    if name.endswith(".csv"):
+        with open_text(path) as f:
             for i, row in enumerate(csv.DictReader(f), start=2):
                 yield i, row
-            return
-        for i, line in enumerate(f.read().split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=i) from None
-            if not isinstance(row, dict):
-                raise InputError("expected a JSON object", path=str(path), line=i)
-            yield i, row
+        return
+    yield from read_jsonl(path)
 
 
 def _hf_rows(name: str, source: str, *, config: str | None = None) -> Iterator[tuple[int, dict]]:
@@ -214,7 +198,6 @@ def load_eval(
     src = str(source) if source is not None else HF_DEFAULTS[name]["path"]
     path = Path(src)
     if name == "mgsm" and path.is_file() and path.name.removesuffix(".gz").endswith(".tsv"):
-        lang = language or path.stem.split("_")[-1]
         rows: Iterable[tuple[int, dict]] = _read_mgsm_tsv(path)
         where = str(path)
     elif path.exists():
@@ -245,7 +228,7 @@ def load_eval(
 
 
 def _read_mgsm_tsv(path: Path) -> Iterator[tuple[int, dict]]:
-    with _open_text(path) as f:
+    with open_text(path) as f:
         for i, line in enumerate(f.read().split("\n"), start=1):
             if not line.strip():
                 continue
