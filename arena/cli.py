@@ -167,17 +167,33 @@ async def _with_close(client, coro):
         await client.aclose()
 
 
-def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, ci: float, strong_weight: float, output: Optional[Path], answer_dirs: List[Path]):
-    from arena.show import ShowOptions, compute_leaderboard, load_judgments, locate_answer_dir, write_leaderboard
+def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, ci: float, strong_weight: float, output: Optional[Path], answer_dirs: List[Path],
+          questions: Optional[Path] = None, category: Optional[str] = None, by_category: bool = False):
+    from arena.show import ShowOptions, attach_categories, compute_leaderboard, load_judgments, locate_answer_dir, split_by_category, write_leaderboard
 
-    judgments = load_judgments(judgment_dirs)
+    judgments = attach_categories(load_judgments(judgment_dirs), questions)
+    if category is not None:
+        judgments = [j for j in judgments if j.category == category]
+        if not judgments:
+            raise InputError(f"no judgment has category '{category}'", field="--category")
     if not answer_dirs:
         answer_dirs = [d for d in (locate_answer_dir(p) for p in judgment_dirs) if d is not None]
-    lb = compute_leaderboard(judgments, ShowOptions(baseline, bootstrap, seed, ci, strong_weight), answer_dirs)
-    console.print(df_table(lb.table, title=f"Win rate against {baseline} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"))
+    opts = ShowOptions(baseline, bootstrap, seed, ci, strong_weight)
+    lb = compute_leaderboard(judgments, opts, answer_dirs)
+    scope = f" [{category}]" if category else ""
+    console.print(df_table(lb.table, title=f"Win rate against {baseline}{scope} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"))
     unparsed = int(lb.table["n_unparsed"].sum())
     if unparsed:
         console.print(f"[yellow]{unparsed} games had no usable verdict or failed; they are counted in n_unparsed and left out of the scores.[/]")
+    if by_category:
+        import pandas as pd
+
+        parts = []
+        for cat, group in split_by_category(judgments).items():
+            sub = compute_leaderboard(group, opts, answer_dirs).table
+            console.print(df_table(sub, title=f"Category: {cat}"))
+            parts.append(sub.assign(category=cat))
+        lb.table = pd.concat([lb.table.assign(category="(all)"), *parts], ignore_index=True)
     if output:
         write_leaderboard(lb, output)
         console.print(f"wrote {output}")
@@ -267,6 +283,9 @@ def show(
     min_judges: int = typer.Option(1, "--min-judges", min=1, help="Only games parsed by at least K judges."),
     style_control: Optional[str] = typer.Option(None, "--style-control", help="Style covariates, e.g. length,markdown."),
     scores_jsonl: Optional[Path] = typer.Option(None, "--scores-jsonl", help="Write model, score, lower, upper, results (bootstrap replicates)."),
+    questions: Optional[Path] = typer.Option(None, "--questions", help="Question file giving each prompt's category."),
+    category: Optional[str] = typer.Option(None, "--category", help="Only prompts of this category."),
+    by_category: bool = typer.Option(False, "--by-category", help="Also one leaderboard per category."),
 ):
     """Print (and write) the leaderboard: win rate against the baseline with bootstrap CIs."""
     try:
@@ -275,7 +294,7 @@ def show(
 
             show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl)
             return
-        _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir)
+        _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, questions, category, by_category)
     except (InputError, ValueError) as exc:
         fail(exc)
 

@@ -51,6 +51,26 @@ def compute_leaderboard(judgments: Sequence[Judgment], opts: ShowOptions, answer
     return leaderboard(battles, opts.baseline, n_bootstrap=opts.n_bootstrap, ci=opts.ci, rng=np.random.default_rng(opts.seed), avg_tokens=tokens)
 
 
+def attach_categories(judgments: Sequence[Judgment], questions_file: Path | None) -> list[Judgment]:
+    """Fill each judgment's category from the question file where the record has none
+    (arena-hard v0.1 judgment files carry no category)."""
+    if questions_file is None:
+        return list(judgments)
+    from dataclasses import replace
+
+    from arena.formats import read_questions
+
+    cats = {q.question_id: q.category for q in read_questions(questions_file)}
+    return [j if j.category else replace(j, category=cats.get(j.question_id)) for j in judgments]
+
+
+def split_by_category(judgments: Sequence[Judgment]) -> dict[str, list[Judgment]]:
+    out: dict[str, list[Judgment]] = {}
+    for j in judgments:
+        out.setdefault(j.category or "(none)", []).append(j)
+    return dict(sorted(out.items()))
+
+
 def write_leaderboard(lb: Leaderboard, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".json":

@@ -197,3 +197,25 @@ def test_bad_input_errors_name_file_and_line(fake_server, tmp_path):
     assert _arena("judge", "--config", str(cfg)).returncode == 0
     res = _arena("show", "--judgments", str(run / "model_judgment" / "judge"), "--baseline", "gpt-4")
     assert res.returncode == 2 and "baseline 'gpt-4'" in res.stderr
+
+
+def test_show_by_category_on_real_judgments(shared_data, tmp_path):
+    """Real gpt-3.5 judgments with categories taken from the question file."""
+    import pandas as pd
+
+    qfile = tmp_path / "q.jsonl"
+    src = [r for _, r in read_jsonl(shared_data / "prompts" / "arena_hard_v0.1_categories.jsonl")]
+    with open(qfile, "w") as fh:
+        for r in src:
+            fh.write(json.dumps({"question_id": r["uid"], "category": r["category"], "prompt": r["prompt"]}) + "\n")
+    out = tmp_path / "lb.csv"
+    jdir = shared_data / "arena" / "judgments" / "arena-hard-v0.1" / "gpt-3.5-turbo-0125"
+    res = _arena("show", "-j", str(jdir), "--baseline", "gpt-4-0314", "--questions", str(qfile), "--by-category", "--output", str(out), "--bootstrap", "20")
+    assert res.returncode == 0, res.stderr
+    table = pd.read_csv(out)
+    overall = table[(table.category == "(all)") & (table.model == "Nexusflow__Athene-V2-Chat")].iloc[0]
+    per_cat = table[(table.category != "(all)") & (table.model == "Nexusflow__Athene-V2-Chat")]
+    assert len(per_cat) >= 2
+    assert per_cat["n_battles"].sum() == overall["n_battles"]
+    res = _arena("show", "-j", str(jdir), "--baseline", "gpt-4-0314", "--questions", str(qfile), "--category", "Coding", "--bootstrap", "0")
+    assert res.returncode == 0 and "[Coding]" in res.stdout
