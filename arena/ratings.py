@@ -172,10 +172,10 @@ def leaderboard(
     table["n_battles"] = stats["n_battles"].reindex(models).fillna(0).astype(int).to_numpy()
     table["n_unparsed"] = (stats["n_games"] - stats["n_battles"]).reindex(models).fillna(0).astype(int).to_numpy()
     if baseline not in set(models):
-        table = pd.concat(
-            [table, pd.DataFrame([{"model": baseline, "score": 50.0, "lower": 50.0, "upper": 50.0, "n_battles": 0, "n_unparsed": 0}])],
-            ignore_index=True,
-        )
+        vs_base = battles["opponent"] == baseline
+        n_base = int((parsed & vs_base.to_numpy()).sum())
+        base_row = {"model": baseline, "score": 50.0, "lower": 50.0, "upper": 50.0, "n_battles": n_base, "n_unparsed": int(vs_base.sum()) - n_base}
+        table = pd.concat([table, pd.DataFrame([base_row])], ignore_index=True)
     table["avg_tokens"] = table["model"].map(avg_tokens or {}).astype(float)
     table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
     replicates = pd.DataFrame(100 * reps, columns=list(models))

@@ -29,7 +29,8 @@ def test_scores_by_position_weight_and_ties():
     # (3*1 + 1*1 + 1*0.5 + 1*0 + 3*0) / (3 + 1 + 1 + 1 + 3)
     assert row["score"] == pytest.approx(100 * 4.5 / 9)
     assert row["n_battles"] == 5 and row["n_unparsed"] == 1
-    assert lb.table.set_index("model").loc["base", "score"] == 50
+    base = lb.table.set_index("model").loc["base"]
+    assert base["score"] == 50 and base["n_battles"] == 5 and base["n_unparsed"] == 1
 
 
 def _sim(rng, n_models=4, n_prompts=120):
