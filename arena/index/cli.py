@@ -37,10 +37,14 @@ def run(
         raise typer.Exit(2)
     cache = ResponseCache(cfg.cache)
     client = LLMClient(cfg.endpoints, cache, retry_failed=retry_failed)
-    runner = IndexRunner(cfg, client, Sandbox(workers=cfg.sandbox_workers))
+    runner = IndexRunner(cfg, client, Sandbox(workers=cfg.sandbox_workers), retry_failed=retry_failed)
 
     if dry_run:
-        reqs = [q for spec in cfg.evals for *_, q in runner.plan(spec)]
+        try:
+            reqs = [q for spec in cfg.evals for *_, q in runner.plan(spec)]
+        except InputError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2)
         console.print(client.estimate(reqs).to_frame().to_string())
         console.print("(judge and equality-checker calls depend on the answers and are not included)")
         cache.close()
@@ -54,8 +58,12 @@ def run(
         finally:
             await client.aclose()
 
-    with console.status("running index evals"):
-        asyncio.run(go())
+    try:
+        with console.status("running index evals"):
+            asyncio.run(go())
+    except InputError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
     console.print(client.ledger.to_frame().to_string())
     cache.close()
     _show(cfg.output, cfg.model, seed=cfg.seed)

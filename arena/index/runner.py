@@ -1,21 +1,24 @@
 """Run the index suite: ask the model, grade, judge where needed, write per-item records.
 
-Records go to ``<output>/<model>/<eval>.jsonl``, one per (item, repeat), appended as each
-batch is graded; on a rerun, records already written are skipped and every model/judge call
-is served by the shared response cache, so nothing paid for is asked twice. API failures
-are recorded with ``status="api_failure"`` and ``correct=null`` (reported, never scored).
+Records go to ``<output>/<model>/<eval>.jsonl``, one per (item, repeat), appended as soon as
+that item is answered and graded; on a rerun, recorded items are skipped and every
+model/judge call of an unrecorded one is served by the shared response cache, so nothing
+paid for is asked twice. Failed calls are recorded as failures (``status`` ``api_failure``,
+``judge_failure`` or ``checker_failure``, ``correct=null``: reported, never scored) and are
+redone only with ``retry_failed``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-
 from arena.configfile import read_yaml
 from arena.errors import InputError
+from arena.formats import JsonlAppender, write_jsonl
 from arena.index.datasets import MULTILINGUAL_LANGUAGES, EvalItem, load_eval
 from arena.index.graders.choice import ChoiceExtractor
 from arena.index.graders.code import SciCodeStepCheck, extract_code, lcb_program, scicode_program
@@ -116,32 +119,56 @@ def load_items(spec: EvalSpec) -> list[EvalItem]:
     return load_eval(spec.name, spec.source, limit=spec.limit, scicode_targets=targets)
 
 
+FAILED = frozenset({"api_failure", "judge_failure", "checker_failure"})
+"""Record statuses that ``--retry-failed`` redoes (each names a call that failed)."""
+
+Key = tuple[str, int]
+Planned = tuple[EvalItem, int, Prompt, ChatRequest]
+
+
+def read_result_file(path: Path) -> dict[Key, dict]:
+    """Records of one results file by (item, repeat), the last one winning.
+
+    A torn final line (no newline: the writer was killed mid-write) is ignored; any other
+    line that is not a JSON record is bad input and raises, naming file and line.
+    """
+    out: dict[Key, dict] = {}
+    if not path.exists():
+        return out
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for line_no, line in enumerate(lines[:-1], start=1):  # lines[-1] is "" or a torn tail
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON ({exc.msg})", path=str(path), line=line_no) from None
+        for key in ("item_id", "repeat"):
+            if key not in rec:
+                raise InputError("missing field", path=str(path), line=line_no, field=key)
+        out[(rec["item_id"], rec["repeat"])] = rec
+    return out
+
+
 @dataclass
 class IndexRunner:
-    """Ask, grade and judge one model on the configured evals."""
+    """Ask, grade and judge one model on the configured evals.
+
+    Each (item, repeat) runs as its own task: ask, grade (equality checker, HLE judge or
+    sandbox as the eval needs), then append its record at once, so a kill loses at most
+    the items in flight (their finished calls are in the response cache). A rerun skips
+    recorded items; ``retry_failed`` redoes records whose status is in :data:`FAILED`
+    and then rewrites the file with one record per (item, repeat).
+    """
 
     config: IndexConfig
     client: LLMClient
     sandbox: Sandbox
     progress: Callable[[str, int, int], None] | None = None
-    _done: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    retry_failed: bool = False
 
     def results_path(self, eval_name: str) -> Path:
         return self.config.output / self.config.model / f"{eval_name}.jsonl"
-
-    def _load_done(self, eval_name: str) -> set[tuple[str, int]]:
-        done: set[tuple[str, int]] = set()
-        path = self.results_path(eval_name)
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").split("\n"):
-                if line.strip():
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a torn last line from a kill; that item is redone (from cache)
-                    if rec.get("status") != "api_failure":
-                        done.add((rec["item_id"], rec["repeat"]))
-        return done
 
     def _params(self, ep: Endpoint) -> dict[str, Any]:
         params: dict[str, Any] = {}
@@ -151,13 +178,22 @@ class IndexRunner:
             params["max_tokens"] = self.config.max_tokens
         return params
 
-    def plan(self, spec: EvalSpec) -> list[tuple[EvalItem, int, Prompt, ChatRequest]]:
+    def _todo(self, existing: dict[Key, dict]) -> Callable[[Key], bool]:
+        def todo(key: Key) -> bool:
+            rec = existing.get(key)
+            return rec is None or (self.retry_failed and rec.get("status") in FAILED)
+        return todo
+
+    def plan(self, spec: EvalSpec, existing: dict[Key, dict] | None = None) -> list[Planned]:
+        """Requests for every (item, repeat) not yet recorded (or failed, with ``retry_failed``)."""
         ep = self.config.endpoints[self.config.model]
-        done = self._load_done(spec.name)
+        if existing is None:
+            existing = read_result_file(self.results_path(spec.name))
+        todo = self._todo(existing)
         out = []
         for item in load_items(spec):
             for r in range(spec.repeats):
-                if (item.item_id, r) in done:
+                if not todo((item.item_id, r)):
                     continue
                 p = build_prompt(item, reasoning_model=ep.reasoning, repeat=r, seed=self.config.seed)
                 req = ChatRequest(ep.name, p.messages, params=self._params(ep), template_version=p.template_version,
@@ -166,27 +202,41 @@ class IndexRunner:
         return out
 
     async def run_eval(self, spec: EvalSpec) -> int:
-        planned = self.plan(spec)
-        if not planned:
-            return 0
-        results = await self.client.chat_many([q for *_, q in planned], progress=self._tick(spec.name, len(planned)))
-        records = [self._base_record(spec, item, r, p, res) for (item, r, p, _), res in zip(planned, results)]
-        await self._grade(spec, planned, results, records)
+        """Run what is left of ``spec``; returns the number of records written."""
         path = self.results_path(spec.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            for rec in records:
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        return len(records)
+        writer = JsonlAppender(path)  # cuts a torn last line left by a kill
+        try:
+            existing = read_result_file(path)
+            planned = self.plan(spec, existing)
+            if not planned:
+                return 0
+            redone = {(item.item_id, r) for item, r, *_ in planned if (item.item_id, r) in existing}
+            done = [0]
 
-    def _tick(self, name: str, total: int) -> Callable[[ChatResult], None]:
-        count = [0]
+            def emit(rec: dict) -> None:
+                writer.append(rec)
+                existing[(rec["item_id"], rec["repeat"])] = rec
+                done[0] += 1
+                if self.progress:
+                    self.progress(spec.name, done[0], len(planned))
 
-        def tick(_: ChatResult) -> None:
-            count[0] += 1
-            if self.progress:
-                self.progress(name, count[0], total)
-        return tick
+            if spec.name == "scicode":
+                await self._run_scicode(spec, planned, existing, emit)
+            else:
+                async def one(entry: Planned) -> None:
+                    item, r, p, req = entry
+                    res = await self.client.chat(req)
+                    rec = self._base_record(spec, item, r, p, res)
+                    if res.ok:
+                        await self._grade(spec, item, p, res, rec)
+                    emit(rec)
+                await asyncio.gather(*(one(e) for e in planned))
+        finally:
+            writer.close()
+        if redone:
+            # Redone items were appended after their failed records: keep one per (item, repeat).
+            write_jsonl(path, existing.values())
+        return done[0]
 
     def _base_record(self, spec: EvalSpec, item: EvalItem, r: int, p: Prompt, res: ChatResult) -> dict:
         return {
@@ -197,111 +247,115 @@ class IndexRunner:
             "reasoning_tokens": res.reasoning_tokens, "cost": res.cost, "cached": res.cached,
         }
 
-    async def _grade(self, spec: EvalSpec, planned: list, results: list[ChatResult], records: list[dict]) -> None:
-        name = spec.name
-        live = [i for i, res in enumerate(results) if res.ok]
+    async def _grade(self, spec: EvalSpec, item: EvalItem, p: Prompt, res: ChatResult, rec: dict) -> None:
+        name, text = spec.name, res.text
         if name in ("mmlu_pro", "gpqa_diamond", "mmmlu"):
-            for i in live:
-                item, _, p, _ = planned[i]
-                fb = spec.fallbacks if spec.fallbacks is not None else MC_FALLBACKS[name]
-                ex = ChoiceExtractor(letters="".join(p.context["letters"]), fallbacks=fb).extract(results[i].text)
-                records[i].update(extracted=ex.letter, correct=ex.letter == p.gold,
-                                  method=ex.rule or "unanswered", status="ok" if ex.answered else "unanswered")
+            fb = spec.fallbacks if spec.fallbacks is not None else MC_FALLBACKS[name]
+            ex = ChoiceExtractor(letters="".join(p.context["letters"]), fallbacks=fb).extract(text)
+            rec.update(extracted=ex.letter, correct=ex.letter == p.gold,
+                       method=ex.rule or "unanswered", status="ok" if ex.answered else "unanswered")
         elif name == "mgsm":
-            for i in live:
-                item = planned[i][0]
-                pred = extract_number(results[i].text, item.meta["language"])
-                records[i].update(extracted=pred, correct=score_number(item.answer, pred), method="number" if pred else "unanswered",
-                                  status="ok" if pred else "unanswered")
+            pred = extract_number(text, item.meta["language"])
+            rec.update(extracted=pred, correct=score_number(item.answer, pred), method="number" if pred else "unanswered",
+                       status="ok" if pred else "unanswered")
         elif name in ("math500", "aime2024"):
-            await self._grade_math(planned, results, records, live)
+            await self._grade_math(item, text, rec)
         elif name == "hle":
-            await self._grade_hle(planned, results, records, live)
-        elif name in ("livecodebench", "scicode"):
-            self._grade_code(name, planned, results, records, live)
+            await self._grade_hle(item, text, rec)
+        elif name == "livecodebench":
+            code = extract_code(text)
+            rec["extracted"] = code
+            if code is None:
+                rec.update(correct=False, method="no_code", status="unanswered")
+                return
+            prog = lcb_program(code, item.meta["tests"], testtype=item.meta["testtype"], fn_name=item.meta.get("fn_name"))
+            await self._sandbox(SandboxJob(prog, tag=item.item_id), rec)
 
-    async def _grade_math(self, planned, results, records, live) -> None:
-        checker = []
-        for i in live:
-            v = grade_math(results[i].text, planned[i][0].answer)
-            records[i].update(extracted=v.extracted, correct=v.correct, method=v.method,
-                              status="ok" if v.extracted is not None else "unanswered")
-            if not v.correct and v.extracted is not None:
-                checker.append(i)
-        if not checker or not self.config.judge:
+    async def _grade_math(self, item: EvalItem, text: str, rec: dict) -> None:
+        v = grade_math(text, item.answer)
+        rec.update(extracted=v.extracted, correct=v.correct, method=v.method,
+                   status="ok" if v.extracted is not None else "unanswered")
+        if v.correct or v.extracted is None or not self.config.judge:
             return
         tpl = load_template("index_math_equality")
-        reqs = [ChatRequest(self.config.judge, [{"role": "user", "content": tpl.format(expression1=planned[i][0].answer, expression2=records[i]["extracted"])}],
-                            params={"temperature": 0}, template_version=tpl.version, stage="index:equality") for i in checker]
-        for i, res in zip(checker, await self.client.chat_many(reqs)):
-            verdict = parse_equality_reply(res.text) if res.ok else None
-            records[i]["equality_checker"] = {"ok": res.ok, "reply": res.text, "error": res.error}
-            if verdict:
-                records[i].update(correct=True, method="llm_equality")
+        req = ChatRequest(self.config.judge, [{"role": "user", "content": tpl.format(expression1=item.answer, expression2=v.extracted)}],
+                          params={"temperature": 0}, template_version=tpl.version, stage="index:equality")
+        res = await self.client.chat(req)
+        rec["equality_checker"] = {"ok": res.ok, "reply": res.text, "error": res.error}
+        if not res.ok:
+            # Unknown, not wrong: the rule-based "no" may be overturned by the checker.
+            rec.update(status="checker_failure", correct=None)
+        elif parse_equality_reply(res.text):
+            rec.update(correct=True, method="llm_equality")
 
-    async def _grade_hle(self, planned, results, records, live) -> None:
-        for i in live:
-            records[i]["stated_confidence"] = stated_confidence(results[i].text)
+    async def _grade_hle(self, item: EvalItem, text: str, rec: dict) -> None:
+        rec["stated_confidence"] = stated_confidence(text)
         if not self.config.judge:
-            for i in live:
-                records[i].update(status="not_judged")
+            rec.update(status="not_judged")
             return
         tpl = load_template("index_hle_judge")
-        reqs = [ChatRequest(self.config.judge, [{"role": "user", "content": tpl.format(
-            question=planned[i][0].question, response=results[i].text, correct_answer=planned[i][0].answer)}],
+        req = ChatRequest(self.config.judge, [{"role": "user", "content": tpl.format(
+            question=item.question, response=text, correct_answer=item.answer)}],
             params={"response_format": JUDGE_SCHEMA, "temperature": 0}, template_version=tpl.version, stage="index:hle_judge")
-            for i in live]
-        for i, res in zip(live, await self.client.chat_many(reqs)):
-            j = parse_judgement(res.text) if res.ok else None
-            if j is None:
-                records[i].update(status="judge_failure", judge={"ok": res.ok, "reply": res.text, "error": res.error})
-                continue
-            records[i].update(extracted=j.extracted_final_answer, correct=j.correct, method="hle_judge",
-                              confidence=j.confidence, judge={"reasoning": j.reasoning})
+        res = await self.client.chat(req)
+        j = parse_judgement(res.text) if res.ok else None
+        if j is None:
+            rec.update(status="judge_failure", judge={"ok": res.ok, "reply": res.text, "error": res.error})
+            return
+        rec.update(extracted=j.extracted_final_answer, correct=j.correct, method="hle_judge",
+                   confidence=j.confidence, judge={"reasoning": j.reasoning})
 
-    def _grade_code(self, name, planned, results, records, live) -> None:
-        jobs, where = [], []
-        own_code: dict[tuple[str, int, int], str] = {}
-        for i in live:
-            item, r, p, _ = planned[i]
-            code = extract_code(results[i].text)
-            records[i]["extracted"] = code
-            if code is None:
-                records[i].update(correct=False, method="no_code", status="unanswered")
-                continue
-            if name == "livecodebench":
-                prog = lcb_program(code, item.meta["tests"], testtype=item.meta["testtype"], fn_name=item.meta.get("fn_name"))
-            else:
-                own_code[(item.meta["problem_id"], r, item.meta["step_index"])] = code
-                prior = p.context.get("prior_code") or "\n\n".join(
-                    own_code.get((item.meta["problem_id"], r, k), "") for k in range(item.meta["step_index"]))
-                check = SciCodeStepCheck(item.item_id, item.meta["dependencies"], prior, tuple(item.meta["test_cases"]),
-                                         None if item.meta["targets"] is None else tuple(item.meta["targets"]))
-                prog = scicode_program(check, code)
-                if prog is None:
-                    records[i].update(status="no_targets", method="no_targets")
-                    continue
-            jobs.append(SandboxJob(prog, tag=item.item_id))
-            where.append(i)
-        for i, res in zip(where, self.sandbox.run_many(jobs)):
-            records[i].update(correct=res.passed, method=f"sandbox:{res.status}", sandbox={"status": res.status, "stderr": res.stderr[-2000:]})
+    async def _sandbox(self, job: SandboxJob, rec: dict) -> None:
+        res = await asyncio.to_thread(self.sandbox.run_slotted, job)
+        rec.update(correct=res.passed, method=f"sandbox:{res.status}", sandbox={"status": res.status, "stderr": res.stderr[-2000:]})
+
+    async def _run_scicode(self, spec: EvalSpec, planned: list[Planned], existing: dict[Key, dict],
+                           emit: Callable[[dict], None]) -> None:
+        """SciCode steps of one (problem, repeat) are graded in step order: where the gold code
+        of earlier steps is not published, the model's own earlier steps (from this run or
+        from records of an earlier one) are run before the step under test."""
+        chains: dict[tuple[str, int], list[Planned]] = {}
+        for entry in planned:
+            chains.setdefault((entry[0].meta["problem_id"], entry[1]), []).append(entry)
+
+        async def chain(entries: list[Planned]) -> None:
+            entries = sorted(entries, key=lambda e: e[0].meta["step_index"])
+            results = await asyncio.gather(*(self.client.chat(e[3]) for e in entries))
+            item0, r = entries[0][0], entries[0][1]
+            own: dict[int, str] = {}
+            for k, step in enumerate(item0.meta["steps"]):
+                prev = existing.get((str(step.get("step_number")), r))
+                if prev and prev.get("extracted"):
+                    own[k] = prev["extracted"]
+            for (item, _, p, _), res in zip(entries, results):
+                rec = self._base_record(spec, item, r, p, res)
+                if res.ok:
+                    await self._grade_scicode(item, p, res.text, own, rec)
+                emit(rec)
+
+        await asyncio.gather(*(chain(c) for c in chains.values()))
+
+    async def _grade_scicode(self, item: EvalItem, p: Prompt, text: str, own: dict[int, str], rec: dict) -> None:
+        k = item.meta["step_index"]
+        code = extract_code(text)
+        rec["extracted"] = code
+        if code is None:
+            rec.update(correct=False, method="no_code", status="unanswered")
+            return
+        own[k] = code
+        prior = p.context.get("prior_code") or "\n\n".join(own.get(j, "") for j in range(k))
+        check = SciCodeStepCheck(item.item_id, item.meta["dependencies"], prior, tuple(item.meta["test_cases"]),
+                                 None if item.meta["targets"] is None else tuple(item.meta["targets"]))
+        prog = scicode_program(check, code)
+        if prog is None:
+            rec.update(status="no_targets", method="no_targets")
+            return
+        await self._sandbox(SandboxJob(prog, tag=item.item_id), rec)
 
 
 def read_records(output: Path, model: str) -> dict[str, list[dict]]:
     """All records per eval for ``model``; for a repeated (item, repeat) the last one wins."""
-    out: dict[str, list[dict]] = {}
     base = Path(output) / model
     if not base.is_dir():
-        return out
-    for path in sorted(base.glob("*.jsonl")):
-        latest: dict[tuple[str, int], dict] = {}
-        for line_no, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            latest[(rec["item_id"], rec["repeat"])] = rec
-        out[path.stem] = list(latest.values())
-    return out
+        return {}
+    return {path.stem: list(read_result_file(path).values()) for path in sorted(base.glob("*.jsonl"))}

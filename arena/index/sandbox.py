@@ -203,15 +203,20 @@ class Sandbox:
             shutil.rmtree(outer, ignore_errors=True)
 
     # ------------------------------------------------------------------ batch
+    def run_slotted(self, job: SandboxJob | str) -> SandboxResult:
+        """Run ``job`` on the next free worker slot, waiting for one (thread-safe; at most
+        ``workers`` runs at a time however many threads call it)."""
+        slot = self._slots.get()
+        try:
+            return self.run(job, slot=slot)
+        finally:
+            self._slots.put(slot)
+
     def run_many(self, jobs: Sequence[SandboxJob], *, on_result: Callable[[int, SandboxResult], None] | None = None) -> list[SandboxResult]:
         """Run jobs on ``workers`` parallel slots; results in input order."""
 
         def one(i: int) -> SandboxResult:
-            slot = self._slots.get()
-            try:
-                res = self.run(jobs[i], slot=slot)
-            finally:
-                self._slots.put(slot)
+            res = self.run_slotted(jobs[i])
             if on_result is not None:
                 on_result(i, res)
             return res
