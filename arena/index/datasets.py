@@ -1,8 +1,9 @@
 """Loaders for every index eval: Hugging Face dataset ids or local files, as typed items.
 
-``load_eval(name, source)`` reads ``source`` as a local file when it exists (JSON Lines,
-optionally gzipped; CSV; TSV for MGSM), else as a Hugging Face dataset id through
-``datasets.load_dataset``. Rows are mapped from each dataset's published schema to
+``load_eval(name, source)`` reads ``source`` as a local file when it is one (JSON Lines,
+optionally gzipped; CSV; TSV for MGSM), else through ``datasets.load_dataset``: a Hugging
+Face dataset id, or a local directory holding a copy of the hub repository (same files,
+configs and splits; this is how offline machines and the tests use that path). Rows are mapped from each dataset's published schema to
 :class:`EvalItem`; a missing field raises :class:`InputError` naming file, line and field.
 """
 
@@ -200,7 +201,7 @@ def load_eval(
     if name == "mgsm" and path.is_file() and path.name.removesuffix(".gz").endswith(".tsv"):
         rows: Iterable[tuple[int, dict]] = _read_mgsm_tsv(path)
         where = str(path)
-    elif path.exists():
+    elif path.is_file():
         rows, where = read_rows(path), str(path)
     else:
         config = None
@@ -212,7 +213,7 @@ def load_eval(
     mapper: Callable[[dict, tuple[str, int]], Any] = {
         "mmlu_pro": _mmlu_pro, "hle": _hle, "gpqa_diamond": _gpqa, "math500": _math("math500"),
         "aime2024": _math("aime2024"), "livecodebench": _lcb,
-        "mgsm": _mgsm(language or (path.stem.split("_")[-1] if path.exists() else "en")),
+        "mgsm": _mgsm(language or (path.stem.split("_")[-1] if path.is_file() else "en")),
         "mmmlu": _mmmlu(language or "en"),
         "scicode": lambda r, w: _scicode_items(r, w, scicode_targets),
     }[name]
