@@ -103,81 +103,98 @@ class _Design:
     def __init__(self, n_items: int, i: np.ndarray, j: np.ndarray, z: np.ndarray, anchor: int):
         n = len(i)
         self.n_items, self.anchor, self.z = n_items, anchor, z
-        self.i, self.j = i, j
-        self.free = np.array([k for k in range(n_items) if k != anchor], dtype=int)
+        self.free = np.flatnonzero(np.arange(n_items) != anchor)
         pos = np.full(n_items, -1)
         pos[self.free] = np.arange(len(self.free))
         fi, fj = pos[i], pos[j]
         m = len(self.free)
         # Incidence of free items: +1 for i, -1 for j (the anchor's column is dropped).
-        rows = np.concatenate([np.arange(n)[fi >= 0], np.arange(n)[fj >= 0]])
+        rows = np.concatenate([np.flatnonzero(fi >= 0), np.flatnonzero(fj >= 0)])
         cols = np.concatenate([fi[fi >= 0], fj[fj >= 0]])
         vals = np.concatenate([np.ones((fi >= 0).sum()), -np.ones((fj >= 0).sum())])
         self.inc = sparse.csr_matrix((vals, (rows, cols)), shape=(n, m))
-        # theta-theta Hessian cells touched by each battle: (a, b) += h * x_a * x_b.
-        xi = self.inc.tocoo()
-        r_idx, c_idx, v = xi.row, xi.col, xi.data
-        order = np.argsort(r_idx, kind="stable")
-        r_idx, c_idx, v = r_idx[order], c_idx[order], v[order]
-        # Pair every nonzero of a row with every nonzero of the same row (at most 2 per row).
-        starts = np.searchsorted(r_idx, np.arange(n))
-        ends = np.searchsorted(r_idx, np.arange(n), side="right")
-        cells_r, cells_c, cells_v = [], [], []
-        for a_off in range(2):
-            for b_off in range(2):
-                ia, ib = starts + a_off, starts + b_off
-                ok = (ia < ends) & (ib < ends)
-                cells_r.append(np.arange(n)[ok])
-                cells_c.append(c_idx[ia[ok]] * m + c_idx[ib[ok]])
-                cells_v.append(v[ia[ok]] * v[ib[ok]])
-        self.tt = sparse.csr_matrix(
-            (np.concatenate(cells_v), (np.concatenate(cells_r), np.concatenate(cells_c))), shape=(n, m * m)
-        )
+        self.inc_t = sparse.csr_matrix((vals, (cols, rows)), shape=(m, n))
         s = z.shape[1]
-        self.zz = (z[:, :, None] * z[:, None, :]).reshape(n, s * s)
-        # Incidence scaled by each covariate, so the theta-gamma Hessian block is a sparse
-        # product with the curvature weights (no (battles x replicates x covariates) array).
-        self.inc_z = [sparse.diags(z[:, k]) @ self.inc for k in range(s)]
+        # Transposed map from curvature weights to the sparse Hessian cells, so one sparse product
+        # per Newton step gives them for all replicates: theta-theta cell (a, b) gets h x_a x_b
+        # (a battle touches at most the 2 x 2 cells of i and j), theta-gamma cell (k, a) gets
+        # h x_a z_k (no (battles x replicates x covariates) array).
+        h_rows, h_cols, h_vals = [], [], []
+        for fa, sa in ((fi, 1.0), (fj, -1.0)):
+            for fb, sb in ((fi, 1.0), (fj, -1.0)):
+                ok = (fa >= 0) & (fb >= 0)
+                h_rows.append(fa[ok] * m + fb[ok])
+                h_cols.append(np.flatnonzero(ok))
+                h_vals.append(np.full(int(ok.sum()), sa * sb))
+        for k in range(s):
+            h_rows.append(m * m + k * m + cols)
+            h_cols.append(rows)
+            h_vals.append(vals * z[rows, k])
+        self.hess_t = sparse.csr_matrix(
+            (np.concatenate(h_vals), (np.concatenate(h_rows), np.concatenate(h_cols))), shape=(m * m + s * m, n)
+        )
+        self.zz_t = np.ascontiguousarray((z[:, :, None] * z[:, None, :]).reshape(n, s * s).T)
+        self.z_t = np.ascontiguousarray(z.T)
+        # Largest |z_k| over battles: bounds how far a step can move any battle's logit.
+        self.zmax = np.abs(z).max(axis=0) if n else np.zeros(s)
         self.m, self.s = m, s
 
     def eta(self, theta_free: np.ndarray, gamma: np.ndarray) -> np.ndarray:
         """Linear predictor, shape (n, R)."""
-        return self.inc @ theta_free.T + self.z @ gamma.T
+        out = self.z @ gamma.T
+        out += self.inc @ theta_free.T
+        return out
 
-    def evaluate(self, eta: np.ndarray, wy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Weighted NLL per replicate, sum w * (log(1 + e^eta) - y * eta), and P(i wins).
+    def max_logit_change(self, d_theta: np.ndarray, d_gamma: np.ndarray) -> np.ndarray:
+        """Upper bound, per replicate, on max_k |change of eta_k| for a parameter step: the range
+        of the item steps (anchor at 0) plus sum_k max|z_k| |d_gamma_k|; O(R K), no pass over battles."""
+        hi = np.maximum(d_theta.max(axis=1, initial=0.0), 0.0)
+        lo = np.minimum(d_theta.min(axis=1, initial=0.0), 0.0)
+        return hi - lo + np.abs(d_gamma) @ self.zmax
 
-        ``wy`` = w * y. One exp per element serves both (stable form with e = exp(-|eta|));
-        numpy primitives with in-place passes and fused multiply-sums, because scipy's
-        log_expit/expit are several times slower on the (battles x replicates) arrays that
-        dominate the cost."""
-        e = np.abs(eta)
-        np.negative(e, out=e)
-        np.exp(e, out=e)
-        t = np.log1p(e)
-        f = np.einsum("nr,nr->r", w, t)
-        np.maximum(eta, 0.0, out=t)
-        f += np.einsum("nr,nr->r", w, t) - np.einsum("nr,nr->r", wy, eta)
-        np.add(e, 1.0, out=t)
-        e /= t  # sigmoid(-|eta|)
-        np.subtract(1.0, e, out=t, where=eta >= 0)
-        np.copyto(t, e, where=eta < 0)
-        return f, t
+    @staticmethod
+    def nll(eta: np.ndarray, wy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Weighted NLL per replicate, sum w * (log(1 + e^eta) - y * eta), in the stable form
+        log1p(e^-|eta|) + max(eta, 0). ``eta`` may be one shared column (n, 1)."""
+        t = np.abs(eta)
+        np.negative(t, out=t)
+        np.exp(t, out=t)
+        np.log1p(t, out=t)
+        t += np.maximum(eta, 0.0)
+        if eta.shape[1] == 1:
+            return t[:, 0] @ w - eta[:, 0] @ wy
+        return np.einsum("nr,nr->r", w, t) - np.einsum("nr,nr->r", wy, eta)
 
-    def grad_hess(self, p: np.ndarray, wy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    @staticmethod
+    def prob(eta: np.ndarray) -> np.ndarray:
+        """P(i wins) = 1 / (1 + e^-eta), numpy in place (4 passes), because scipy's expit is
+        several times slower on the (battles x replicates) arrays that dominate the cost.
+        e^-eta overflows to inf for eta < -709, giving exactly 0, the right limit."""
+        p = np.negative(eta)
+        with np.errstate(over="ignore"):
+            np.exp(p, out=p)
+        p += 1.0
+        return np.reciprocal(p, out=p)
+
+    def grad(self, p: np.ndarray, wy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Gradient (R, K) of the NLL: residual weights w (p - y) through the design."""
         r = p * w
-        h = p * r  # w p^2
-        np.subtract(r, h, out=h)  # w p (1 - p)
-        r -= wy  # d loss / d eta = w (p - y)
-        m, s, R = self.m, self.s, p.shape[1]
-        g = np.concatenate([(self.inc.T @ r).T, (self.z.T @ r).T], axis=1)  # (R, K)
+        r -= wy
+        return np.concatenate([(self.inc_t @ r).T, (self.z_t @ r).T], axis=1)
+
+    def hess(self, p: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Hessian (R, K, K) from the curvature weights w p (1 - p), blockwise."""
+        h = p - p * p
+        h = h * w  # broadcasts a shared (n, 1) probability column over the replicates
+        m, s, R = self.m, self.s, h.shape[1]
+        sp = (self.hess_t @ h).T  # (R, m*m + s*m): theta-theta cells, then theta-gamma
         H = np.empty((R, m + s, m + s))
-        H[:, :m, :m] = (self.tt.T @ h).T.reshape(R, m, m)
-        tg = np.stack([(zi.T @ h).T for zi in self.inc_z], axis=2)  # (R, m, s)
-        H[:, :m, m:] = tg
-        H[:, m:, :m] = tg.transpose(0, 2, 1)
-        H[:, m:, m:] = (self.zz.T @ h).T.reshape(R, s, s)
-        return g, H
+        H[:, :m, :m] = sp[:, : m * m].reshape(R, m, m)
+        tg = sp[:, m * m :].reshape(R, s, m)
+        H[:, m:, :m] = tg
+        H[:, :m, m:] = tg.transpose(0, 2, 1)
+        H[:, m:, m:] = (self.zz_t @ h).T.reshape(R, s, s)
+        return H
 
 
 def fit_style_bt(
@@ -199,10 +216,41 @@ def fit_style_bt(
     solved together. Converged when every replicate's gradient norm (of the summed negative
     log-likelihood) is <= ``tol``; raises ``RuntimeError`` otherwise. An undefeated item has an
     infinite MLE: its strength grows until the gradient falls below ``tol`` (win probability
-    within ~tol of 1). ``init`` = (theta (n_items,), gamma (S,)) warm-starts every replicate.
+    within ~tol of 1). ``init`` = (theta (n_items,), gamma (S,)) warm-starts every replicate;
+    from that shared start the first Newton step needs no exp/log pass per replicate.
+
+    Step acceptance: the logistic loss l(u) = log(1 + e^u) has |l'''| <= l'' (Bach 2010,
+    self-concordance for logistic regression), so a step d that moves no battle's logit by more
+    than nu satisfies f(x + d) <= f(x) + g'd + d'Hd (e^nu - 1 - nu) / nu^2. When that bound
+    already meets the Armijo condition the full step is taken without evaluating the likelihood
+    (the usual case near the optimum); otherwise the likelihood is evaluated and the step halved
+    until Armijo holds. Newton directions come from a batched Cholesky factorisation, with a
+    pseudo-inverse for replicates whose Hessian is (nearly) singular.
     """
+    i = np.asarray(i, int)
+    z = np.asarray(z, float).reshape(len(i), -1)
     with _single_threaded_blas():
-        return _fit_style_bt(n_items, i, j, z, y, weights, anchor=anchor, tol=tol, max_iter=max_iter, init=init)
+        design = _Design(n_items, i, np.asarray(j, int), z, anchor)
+        w = np.ascontiguousarray(np.atleast_2d(np.asarray(weights, float)).T)  # (n, R)
+        return _fit_style_bt(design, np.asarray(y, float), w, tol=tol, max_iter=max_iter, init=init)
+
+
+def _newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Batched Newton direction -H^-1 g: Cholesky where H is safely positive definite, else
+    :func:`_pinv_solve` for the replicates that are not."""
+    step = np.empty_like(g)
+    try:
+        L = np.linalg.cholesky(H)
+        dl = np.einsum("rkk->rk", L)
+        # (min/max diag L)^2 tracks the conditioning; near-flat directions take the pinv path.
+        ok = (dl.min(axis=1) / dl.max(axis=1)) ** 2 > 1e-9
+    except np.linalg.LinAlgError:  # some replicate is not positive definite
+        ok = np.zeros(len(H), bool)
+    if ok.any():
+        step[ok] = -np.linalg.solve(H[ok], g[ok][..., None])[..., 0]
+    if not ok.all():
+        step[~ok] = -_pinv_solve(H[~ok], g[~ok])
+    return step
 
 
 def _pinv_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -229,82 +277,106 @@ def _single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _fit_style_bt(n_items, i, j, z, y, weights, *, anchor, tol, max_iter, init) -> StyleBTFit:
-    i = np.asarray(i, int)
-    j = np.asarray(j, int)
-    z = np.asarray(z, float).reshape(len(i), -1)
-    y = np.asarray(y, float)
-    W = np.atleast_2d(np.asarray(weights, float))
-    R = W.shape[0]
-    d = _Design(n_items, i, j, z, anchor)
-    w = np.ascontiguousarray(W.T)  # (n, R)
+_ARMIJO = 1e-4
+
+
+def _certified_decrease(slope: np.ndarray, curv: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """Whether the full step provably meets Armijo: slope + curv (e^nu - 1 - nu) / nu^2 <=
+    c * slope (the self-concordance bound of :func:`fit_style_bt`)."""
+    small = nu < 1e-6
+    nu_safe = np.where(small, 1.0, np.minimum(nu, 700.0))
+    psi = np.where(small, 0.5, (np.expm1(nu_safe) - nu_safe) / nu_safe**2)
+    return (nu < 700.0) & (slope + curv * psi <= _ARMIJO * slope)
+
+
+def _fit_style_bt(d: _Design, y: np.ndarray, w: np.ndarray, *, tol: float, max_iter: int, init) -> StyleBTFit:
+    """:func:`fit_style_bt` on a built design; ``w`` is (n, R), battles x replicates."""
+    R, m, anchor = w.shape[1], d.m, d.anchor
     wy = w * y[:, None]
-    theta = np.zeros((R, d.m))
-    gamma = np.zeros((R, d.s))
+    x = np.zeros((R, m + d.s))  # per replicate: free thetas, then gammas
     if init is not None:
-        theta[:] = np.asarray(init[0], float)[d.free] - np.asarray(init[0], float)[anchor]
-        gamma[:] = np.asarray(init[1], float)
-    eta = d.eta(theta, gamma)
-    f, p = d.evaluate(eta, wy, w)
+        x[:, :m] = np.asarray(init[0], float)[d.free] - np.asarray(init[0], float)[anchor]
+        x[:, m:] = np.asarray(init[1], float)
+    # Every replicate starts at the same point, so logits and probabilities are one shared
+    # column until the first step; only the weights differ.
+    eta = d.eta(x[:1, :m], x[:1, m:])
+    p = d.prob(eta)
+    f = np.full(R, np.nan)  # likelihood values, filled only where a step needed the check
     gnorm = np.full(R, np.inf)
+    active = np.arange(R)  # replicates not converged yet
     it = 0
-    # Only replicates that have not converged yet are carried through an iteration.
-    active = np.arange(R)
     for it in range(1, max_iter + 1):
-        full = active.size == R  # slices instead of fancy-index copies of (n, R) arrays
-        g, H = d.grad_hess(p if full else p[:, active], wy if full else wy[:, active], w if full else w[:, active])
+        # Slices instead of fancy-index copies of (n, R) arrays while every replicate is active.
+        wa, wya = (w, wy) if active.size == R else (w[:, active], wy[:, active])
+        g = d.grad(p, wya, wa)
         gnorm[active] = np.linalg.norm(g, axis=1)
         still = gnorm[active] > tol
-        active, g, H = active[still], g[still], H[still]
-        full = active.size == R
-        if active.size == 0:
+        if not still.any():
             it -= 1
             break
+        if not still.all():
+            active, g = active[still], g[still]
+            wa, wya = wa[:, still], wya[:, still]
+            if eta.shape[1] > 1:
+                eta, p = eta[:, still], p[:, still]
+        H = d.hess(p, wa)
         # Items absent from a replicate have an empty Hessian row; pin them (their gradient is 0).
-        diag = np.einsum("rkk->rk", H)
+        Hs = H.copy()
+        diag = np.einsum("rkk->rk", Hs)
         diag += (diag <= 0) * 1.0
-        step = -_pinv_solve(H, g)
-        slope = (g * step).sum(axis=1)
-        alpha = np.ones(len(active))
-        t0, g0, f0 = theta[active], gamma[active], f[active]
-        wa, wya = (w, wy) if full else (w[:, active], wy[:, active])
-        new_t, new_g = t0 + step[:, : d.m], g0 + step[:, d.m :]
-        new_eta = d.eta(new_t, new_g)
-        new_f, new_p = d.evaluate(new_eta, wya, wa)
-        for _ in range(40):  # Armijo backtracking, per replicate
-            bad = ~(new_f <= f0 + 1e-4 * alpha * slope + 1e-12 * np.abs(f0))
-            if not bad.any():
-                break
-            alpha[bad] *= 0.5
-            new_t[bad] = t0[bad] + alpha[bad, None] * step[bad, : d.m]
-            new_g[bad] = g0[bad] + alpha[bad, None] * step[bad, d.m :]
-            new_eta[:, bad] = d.eta(new_t[bad], new_g[bad])
-            new_f[bad], new_p[:, bad] = d.evaluate(new_eta[:, bad], wya[:, bad], wa[:, bad])
-        theta[active], gamma[active], f[active] = new_t, new_g, new_f
-        if full:
-            eta, p = new_eta, new_p
-        else:
-            eta[:, active], p[:, active] = new_eta, new_p
+        step = _newton_step(Hs, g)
+        slope = np.einsum("rk,rk->r", g, step)
+        curv = np.einsum("rk,rkl,rl->r", step, H, step)
+        certified = _certified_decrease(slope, curv, d.max_logit_change(step[:, :m], step[:, m:]))
+        x0 = x[active]
+        new_x = x0 + step
+        new_eta = d.eta(new_x[:, :m], new_x[:, m:])
+        check = np.flatnonzero(~certified)
+        if check.size:
+            f0 = f[active[check]]
+            unknown = np.isnan(f0)
+            if unknown.any():
+                cols = check[unknown]
+                old = eta if eta.shape[1] == 1 else eta[:, cols]
+                f0[unknown] = d.nll(old, wya[:, cols], wa[:, cols])
+            alpha = np.ones(check.size)
+            f_new = d.nll(new_eta[:, check], wya[:, check], wa[:, check])
+            for _ in range(40):  # Armijo backtracking, per replicate
+                bad = ~(f_new <= f0 + _ARMIJO * alpha * slope[check] + 1e-12 * np.abs(f0))
+                if not bad.any():
+                    break
+                alpha[bad] *= 0.5
+                cb = check[bad]
+                new_x[cb] = x0[cb] + alpha[bad, None] * step[cb]
+                new_eta[:, cb] = d.eta(new_x[cb, :m], new_x[cb, m:])
+                f_new[bad] = d.nll(new_eta[:, cb], wya[:, cb], wa[:, cb])
+            f[active[check]] = f_new
+        f[active[certified]] = np.nan
+        x[active] = new_x
+        eta = new_eta
+        p = d.prob(new_eta)
     else:
-        g, _ = d.grad_hess(p, wy, w)
-        gnorm = np.linalg.norm(g, axis=1)
+        wa, wya = (w, wy) if active.size == R else (w[:, active], wy[:, active])
+        gnorm[active] = np.linalg.norm(d.grad(p, wya, wa), axis=1)
     if (gnorm > tol).any():
         raise RuntimeError(f"style BT did not converge: max gradient norm {gnorm.max():.3g} > {tol} after {it} Newton steps")
-    full = np.zeros((R, n_items))
-    full[:, d.free] = theta
-    return StyleBTFit(theta=full, gamma=gamma, grad_norm=gnorm, n_iter=it)
+    theta = np.zeros((R, d.n_items))
+    theta[:, d.free] = x[:, :m]
+    return StyleBTFit(theta=theta, gamma=x[:, m:].copy(), grad_norm=gnorm, n_iter=it)
 
 
 # --------------------------------------------------------------------------- leaderboard
 @dataclass
 class StyleControlResult:
     """``table``: model, score (controlled win rate % vs baseline), lower, upper;
-    ``coefficients``: style covariate, coef, lower, upper; ``replicates``: bootstrap win rates."""
+    ``coefficients``: style covariate, coef, lower, upper; ``replicates``: bootstrap win rates;
+    ``coefficient_replicates``: bootstrap style coefficients (one row per round)."""
 
     table: pd.DataFrame
     coefficients: pd.DataFrame
     replicates: pd.DataFrame
     grad_norm: float
+    coefficient_replicates: pd.DataFrame | None = None
 
 
 def style_controlled_leaderboard(
@@ -325,54 +397,66 @@ def style_controlled_leaderboard(
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     keep = battles["weight"].to_numpy(float) > 0
-    b = battles[keep].reset_index(drop=True)
     z = features.to_numpy(float)[keep]
-    names = pd.Index(np.unique(np.concatenate([b["model"].to_numpy(object), b["opponent"].to_numpy(object)]).astype(str)))
+    w_raw = battles["weight"].to_numpy(float)[keep]
+    score = battles["score"].to_numpy(float)[keep]
+    # Integer codes once, then numpy only: string handling in pandas costs more than the fit.
+    q_code, _ = pd.factorize(battles["question_id"].to_numpy(object)[keep])
+    pair_code, uniques = pd.factorize(
+        np.concatenate([battles["model"].to_numpy(object)[keep], battles["opponent"].to_numpy(object)[keep]]).astype(str), sort=True
+    )
+    names = pd.Index(uniques)
     if baseline not in names:
         raise ValueError(f"baseline '{baseline}' is in no battle")
     anchor = names.get_loc(baseline)
+    nb, k = len(w_raw), len(names)
+    m_code, o_code = pair_code[:nb], pair_code[nb:]
     # Both games of a (prompt, model, opponent) share the covariates and the bootstrap weight,
     # and the likelihood is linear in y, so they merge exactly into one row with y the
     # weighted mean score and w the summed weight (half the rows to fit).
-    key = pd.DataFrame({"q": b["question_id"].to_numpy(), "m": b["model"].to_numpy(), "o": b["opponent"].to_numpy()})
-    grp = key.groupby(["q", "m", "o"], sort=False).ngroup().to_numpy()
-    first = np.unique(grp, return_index=True)[1]
-    w_raw = b["weight"].to_numpy(float)
+    _, first, grp = np.unique((q_code.astype(np.int64) * k + m_code) * k + o_code, return_index=True, return_inverse=True)
     w = np.bincount(grp, w_raw)
-    y = np.bincount(grp, w_raw * b["score"].to_numpy(float)) / w
+    y = np.bincount(grp, w_raw * score) / w
     spread = np.abs(z - z[first][grp]).max() if len(z) else 0.0
     if spread > 1e-12:
         raise ValueError("style covariates differ between games of the same prompt and pair")
-    z = z[first]
-    qid = b["question_id"].to_numpy(object)[first]
-    i = names.get_indexer(b["model"].to_numpy()[first])
-    j = names.get_indexer(b["opponent"].to_numpy()[first])
-    point = fit_style_bt(len(names), i, j, z, y, w, anchor=anchor, tol=tol)
-    prompts = pd.Index(np.unique(qid.astype(str)))
-    p_idx = prompts.get_indexer(qid)
-    counts = rng.multinomial(len(prompts), np.full(len(prompts), 1.0 / len(prompts)), size=n_bootstrap).astype(float)
-    boot = fit_style_bt(len(names), i, j, z, y, counts[:, p_idx] * w, anchor=anchor, tol=tol, init=(point.theta[0], point.gamma[0]))
+    z = np.ascontiguousarray(z[first])
+    _, p_idx = np.unique(q_code[first], return_inverse=True)
+    n_prompts = int(p_idx.max()) + 1 if len(p_idx) else 0
+    counts = rng.multinomial(n_prompts, np.full(n_prompts, 1.0 / max(n_prompts, 1)), size=n_bootstrap).astype(float)
+    with _single_threaded_blas():
+        design = _Design(k, m_code[first], o_code[first], z, anchor)  # shared by the point fit and the bootstrap
+        point = _fit_style_bt(design, y, w[:, None], tol=tol, max_iter=100, init=None)
+        # Replicate weights, battles x replicates: prompt count times the battle's own weight.
+        w_boot = counts.T[p_idx] * w[:, None]
+        if n_bootstrap > 0:
+            boot = _fit_style_bt(design, y, w_boot, tol=tol, max_iter=100, init=(point.theta[0], point.gamma[0]))
+        else:
+            boot = StyleBTFit(np.zeros((0, k)), np.zeros((0, z.shape[1])), np.zeros(0), 0)
     models = names.drop(baseline)
     cols = names.get_indexer(models)
     wr_point = 100 * expit(point.theta[0, cols])
     wr_boot = 100 * expit(boot.theta[:, cols])
     a = (1 - ci) / 2
-    table = pd.DataFrame(
-        {"model": models, "score": wr_point, "lower": np.quantile(wr_boot, a, axis=0), "upper": np.quantile(wr_boot, 1 - a, axis=0)}
-    )
+
+    def quantile(reps: np.ndarray, level: float) -> np.ndarray:
+        return np.quantile(reps, level, axis=0) if len(reps) else np.full(reps.shape[1], np.nan)
+
+    table = pd.DataFrame({"model": models, "score": wr_point, "lower": quantile(wr_boot, a), "upper": quantile(wr_boot, 1 - a)})
     table = pd.concat([table, pd.DataFrame([{"model": baseline, "score": 50.0, "lower": 50.0, "upper": 50.0}])], ignore_index=True)
     table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
     coefs = pd.DataFrame(
         {
             "covariate": list(features.columns),
             "coef": point.gamma[0],
-            "lower": np.quantile(boot.gamma, a, axis=0),
-            "upper": np.quantile(boot.gamma, 1 - a, axis=0),
+            "lower": quantile(boot.gamma, a),
+            "upper": quantile(boot.gamma, 1 - a),
         }
     )
     return StyleControlResult(
         table=table,
         coefficients=coefs,
         replicates=pd.DataFrame(wr_boot, columns=list(models)),
-        grad_norm=float(max(point.grad_norm.max(), boot.grad_norm.max())),
+        grad_norm=float(max(point.grad_norm.max(), boot.grad_norm.max(initial=0.0))),
+        coefficient_replicates=pd.DataFrame(boot.gamma, columns=list(features.columns)),
     )
