@@ -26,7 +26,7 @@ def test_real_files(shared_data):
     assert len(mmlu) == 50 and all(m.answer in "ABCDEFGHIJ" and 3 <= len(m.options) <= 10 for m in mmlu)
     sci = load_eval("scicode", idx / "scicode" / "problems_all.jsonl")
     assert len(sci) == 291
-    prompt = build_prompt(sci[1], reasoning_model=False)
+    prompt = build_prompt(sci[1])
     assert "NEXT STEP - PROBLEM STEP AND FUNCTION HEADER" in prompt.messages[0]["content"]
     assert sci[1].meta["steps"][1]["function_header"].split("\n")[0] in prompt.messages[0]["content"]
 
@@ -34,13 +34,13 @@ def test_real_files(shared_data):
 def test_own_fixtures():
     hle = load_eval("hle", DATA / "hle_sample.jsonl")
     assert [h.item_id for h in hle] == ["hle-sample-001", "hle-sample-002", "hle-sample-004"]  # image row dropped
-    p = build_prompt(hle[1], reasoning_model=False)
+    p = build_prompt(hle[1])
     assert p.messages[0]["role"] == "system" and "Answer: {your chosen answer}" in p.messages[0]["content"]
     lcb = load_eval("livecodebench", DATA / "livecodebench_sample.jsonl")
     assert len(lcb[0].meta["tests"]) == 2  # public + the compressed private test
     assert lcb[1].meta["testtype"] == "functional" and lcb[1].meta["fn_name"] == "addTwo"
-    assert "starter code" in build_prompt(lcb[1], reasoning_model=False).messages[1]["content"]
-    assert "stdin" in build_prompt(lcb[0], reasoning_model=False).messages[1]["content"]
+    assert "starter code" in build_prompt(lcb[1]).messages[1]["content"]
+    assert "stdin" in build_prompt(lcb[0]).messages[1]["content"]
     gpqa = load_eval("gpqa_diamond", DATA / "gpqa_diamond_sample.csv")
     assert len(gpqa) == 3
 
@@ -51,11 +51,12 @@ def test_gpqa_shuffle_is_seeded_per_repeat():
     assert perms == [tuple(gpqa_permutation(item.item_id, r, seed=0)) for r in range(8)]
     assert len(set(perms)) > 1
     for r in range(8):
-        p = build_prompt(item, reasoning_model=False, repeat=r)
+        p = build_prompt(item, repeat=r)
         text = p.messages[0]["content"]
         assert f"{p.gold}) Photon" in text  # the gold letter follows the correct option
-        assert text.count("Think step by step before answering.") == 1
-    assert "Think step by step" not in build_prompt(item, reasoning_model=True).messages[0]["content"]
+        assert text.startswith("Answer the following multiple choice question. The last line of your response should be "
+                               "in the following format: 'Answer: A/B/C/D' (e.g. 'Answer: A').\n\n")
+        assert text.endswith("\n\nA) " + text.split("\nA) ", 1)[1]) and "D) " in text
 
 
 def test_bad_rows_name_file_line_field(tmp_path):

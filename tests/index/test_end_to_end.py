@@ -28,7 +28,7 @@ RULES = [
     {"match": r"Read an integer n from standard input", "reply": "```python\nn = int(input())\nprint(2 * n)\n```"},
     {"match": r"Given integers a and b", "reply": "```python\nclass Solution:\n    def addTwo(self, a: int, b: int) -> int:\n        return a - b\n```"},
     {"match": r"Every morning Aya", "reply": "So the walk takes \\boxed{204} minutes."},
-    {"match": r"Put your final answer within", "reply": "I think it is \\boxed{7}."},
+    {"match": r"Put your answer inside", "reply": "I think it is \\boxed{7}."},
     {"match": r"Solve this math problem|Löse dieses|Resuelve este", "reply": "Step by step.\nAnswer: 18\nAntwort: 18\nRespuesta: 18"},
     {"match": r"multiple choice question", "reply": "Let me think.\n\nAnswer: B"},
 ]
