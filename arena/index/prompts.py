@@ -35,9 +35,10 @@ def gpqa_permutation(item_id: str, repeat: int, seed: int) -> np.ndarray:
     return np.random.default_rng(key).permutation(4)
 
 
-def multiple_choice(item: EvalItem, *, order: np.ndarray | None = None) -> Prompt:
-    """The methodology's zero-shot prompt, the same for reasoning and non-reasoning models."""
-    tpl = load_template("index_mc")
+def multiple_choice(item: EvalItem, *, reasoning_model: bool = False, order: np.ndarray | None = None) -> Prompt:
+    """The methodology's zero-shot prompt; non-reasoning models also get "Think step by step
+    before answering." after the instruction, as the Intelligence Index method specifies."""
+    tpl, cot = load_template("index_mc"), load_template("index_mc_cot")
     options = list(item.options)
     gold_index = "ABCDEFGHIJKLMNOPQRSTUVWXYZ".index(item.answer)
     if order is not None:
@@ -46,10 +47,11 @@ def multiple_choice(item: EvalItem, *, order: np.ndarray | None = None) -> Promp
     letters = letters_for(len(options))
     text = tpl.format(
         letters="/".join(letters),
+        reasoning_instruction="" if reasoning_model else cot.text,
         question=item.question,
         options="\n".join(f"{letters[i]}) {o}" for i, o in enumerate(options)),
     )
-    return Prompt([{"role": "user", "content": text}], tpl.version, letters[gold_index], {"letters": letters})
+    return Prompt([{"role": "user", "content": text}], _version(tpl, cot), letters[gold_index], {"letters": letters})
 
 
 def math_prompt(item: EvalItem) -> Prompt:
@@ -103,11 +105,11 @@ def scicode_prompt(item: EvalItem) -> Prompt:
         (s.get("ground_truth_code") or "") for s in steps[:k])})
 
 
-def build_prompt(item: EvalItem, *, repeat: int = 0, seed: int = 0) -> Prompt:
+def build_prompt(item: EvalItem, *, reasoning_model: bool = False, repeat: int = 0, seed: int = 0) -> Prompt:
     if item.eval in ("mmlu_pro", "mmmlu"):
-        return multiple_choice(item)
+        return multiple_choice(item, reasoning_model=reasoning_model)
     if item.eval == "gpqa_diamond":
-        return multiple_choice(item, order=gpqa_permutation(item.item_id, repeat, seed))
+        return multiple_choice(item, reasoning_model=reasoning_model, order=gpqa_permutation(item.item_id, repeat, seed))
     if item.eval in ("math500", "aime2024"):
         return math_prompt(item)
     if item.eval == "mgsm":

@@ -195,7 +195,7 @@ class IndexRunner:
             for r in range(spec.repeats):
                 if not todo((item.item_id, r)):
                     continue
-                p = build_prompt(item, repeat=r, seed=self.config.seed)
+                p = build_prompt(item, reasoning_model=ep.reasoning, repeat=r, seed=self.config.seed)
                 req = ChatRequest(ep.name, p.messages, params=self._params(ep), template_version=p.template_version,
                                   stage=f"index:{spec.name}", repeat=r, meta={"item_id": item.item_id})
                 out.append((item, r, p, req))

@@ -55,8 +55,10 @@ def test_gpqa_shuffle_is_seeded_per_repeat():
         text = p.messages[0]["content"]
         assert f"{p.gold}) Photon" in text  # the gold letter follows the correct option
         assert text.startswith("Answer the following multiple choice question. The last line of your response should be "
-                               "in the following format: 'Answer: A/B/C/D' (e.g. 'Answer: A').\n\n")
+                               "in the following format: 'Answer: A/B/C/D' (e.g. 'Answer: A'). Think step by step before answering.\n\n")
         assert text.endswith("\n\nA) " + text.split("\nA) ", 1)[1]) and "D) " in text
+    reasoning = build_prompt(item, reasoning_model=True).messages[0]["content"]
+    assert "Think step by step" not in reasoning and reasoning.startswith("Answer the following multiple choice question.")
 
 
 def test_bad_rows_name_file_line_field(tmp_path):
