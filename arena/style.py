@@ -165,27 +165,46 @@ class _Design:
             return t[:, 0] @ w - eta[:, 0] @ wy
         return np.einsum("nr,nr->r", w, t) - np.einsum("nr,nr->r", wy, eta)
 
-    @staticmethod
-    def prob(eta: np.ndarray) -> np.ndarray:
-        """P(i wins) = 1 / (1 + e^-eta), numpy in place (4 passes), because scipy's expit is
-        several times slower on the (battles x replicates) arrays that dominate the cost.
-        e^-eta overflows to inf for eta < -709, giving exactly 0, the right limit."""
-        p = np.negative(eta)
-        with np.errstate(over="ignore"):
-            np.exp(p, out=p)
-        p += 1.0
-        return np.reciprocal(p, out=p)
+    def gradient(self, theta_free: np.ndarray, gamma: np.ndarray, w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient (R, K) of the NLL at per-replicate parameters, and the curvature weights
+        w p (1 - p) (n, R) from which :meth:`hessian` builds the Hessian.
 
-    def grad(self, p: np.ndarray, wy: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """Gradient (R, K) of the NLL: residual weights w (p - y) through the design."""
-        r = p * w
-        r -= wy
-        return np.concatenate([(self.inc_t @ r).T, (self.z_t @ r).T], axis=1)
+        One fused pass over blocks of battles: logits, P(i wins) = 1 / (1 + e^-eta), residual
+        weights w (p - y) and curvature weights, in place. The (battles x replicates)
+        arrays are the whole cost, and a block of them stays in cache across these steps, where
+        whole-array numpy expressions would stream each temporary through memory (measured 1.6x
+        faster). ``theta_free``/``gamma`` may have one row shared by all replicates (a common
+        start); the logits are then computed once. e^-eta overflows to inf for eta < -709,
+        giving p = 0, the right limit."""
+        n, R = w.shape
+        tT, gT = np.ascontiguousarray(theta_free.T), np.ascontiguousarray(gamma.T)
+        g_theta, g_gamma = np.zeros((self.m, R)), np.zeros((self.s, R))
+        h = np.empty((n, R))
+        block = max(512, (1 << 18) // max(R, 1))
+        for a in range(0, n, block):
+            b = min(a + block, n)
+            inc = self.inc[a:b]
+            p = self.z[a:b] @ gT
+            p += inc @ tT
+            np.negative(p, out=p)
+            with np.errstate(over="ignore"):
+                np.exp(p, out=p)
+            p += 1.0
+            np.reciprocal(p, out=p)
+            wb, hb = w[a:b], h[a:b]
+            if p.shape[1] != R:  # shared start: one column of probabilities for all replicates
+                p = np.repeat(p, R, axis=1)
+            r = np.subtract(p, y[a:b, None])
+            r *= wb  # w (p - y)
+            np.multiply(p, wb, out=hb)
+            p *= hb
+            hb -= p  # w p (1 - p)
+            g_theta += inc.T @ r
+            g_gamma += self.z_t[:, a:b] @ r
+        return np.concatenate([g_theta.T, g_gamma.T], axis=1), h
 
-    def hess(self, p: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """Hessian (R, K, K) from the curvature weights w p (1 - p), blockwise."""
-        h = p - p * p
-        h = h * w  # broadcasts a shared (n, 1) probability column over the replicates
+    def hessian(self, h: np.ndarray) -> np.ndarray:
+        """Hessian (R, K, K) from the curvature weights h (n, R), blockwise."""
         m, s, R = self.m, self.s, h.shape[1]
         sp = (self.hess_t @ h).T  # (R, m*m + s*m): theta-theta cells, then theta-gamma
         H = np.empty((R, m + s, m + s))
@@ -292,34 +311,27 @@ def _certified_decrease(slope: np.ndarray, curv: np.ndarray, nu: np.ndarray) -> 
 def _fit_style_bt(d: _Design, y: np.ndarray, w: np.ndarray, *, tol: float, max_iter: int, init) -> StyleBTFit:
     """:func:`fit_style_bt` on a built design; ``w`` is (n, R), battles x replicates."""
     R, m, anchor = w.shape[1], d.m, d.anchor
-    wy = w * y[:, None]
     x = np.zeros((R, m + d.s))  # per replicate: free thetas, then gammas
     if init is not None:
         x[:, :m] = np.asarray(init[0], float)[d.free] - np.asarray(init[0], float)[anchor]
         x[:, m:] = np.asarray(init[1], float)
-    # Every replicate starts at the same point, so logits and probabilities are one shared
-    # column until the first step; only the weights differ.
-    eta = d.eta(x[:1, :m], x[:1, m:])
-    p = d.prob(eta)
-    f = np.full(R, np.nan)  # likelihood values, filled only where a step needed the check
+    # Every replicate starts at the same point, so the logits are one shared column at first.
+    g, h = d.gradient(x[:1, :m], x[:1, m:], w, y)
+    f = np.full(R, np.nan)  # likelihood values, known only where a step needed the check
     gnorm = np.full(R, np.inf)
     active = np.arange(R)  # replicates not converged yet
+    wa = w
     it = 0
     for it in range(1, max_iter + 1):
-        # Slices instead of fancy-index copies of (n, R) arrays while every replicate is active.
-        wa, wya = (w, wy) if active.size == R else (w[:, active], wy[:, active])
-        g = d.grad(p, wya, wa)
         gnorm[active] = np.linalg.norm(g, axis=1)
         still = gnorm[active] > tol
         if not still.any():
             it -= 1
             break
         if not still.all():
-            active, g = active[still], g[still]
-            wa, wya = wa[:, still], wya[:, still]
-            if eta.shape[1] > 1:
-                eta, p = eta[:, still], p[:, still]
-        H = d.hess(p, wa)
+            active, g, h = active[still], g[still], h[:, still]
+            wa = w[:, active]
+        H = d.hessian(h)  # only for replicates that take another step
         # Items absent from a replicate have an empty Hessian row; pin them (their gradient is 0).
         Hs = H.copy()
         diag = np.einsum("rkk->rk", Hs)
@@ -330,17 +342,17 @@ def _fit_style_bt(d: _Design, y: np.ndarray, w: np.ndarray, *, tol: float, max_i
         certified = _certified_decrease(slope, curv, d.max_logit_change(step[:, :m], step[:, m:]))
         x0 = x[active]
         new_x = x0 + step
-        new_eta = d.eta(new_x[:, :m], new_x[:, m:])
         check = np.flatnonzero(~certified)
         if check.size:
+            wc = wa[:, check]
+            wyc = wc * y[:, None]
             f0 = f[active[check]]
             unknown = np.isnan(f0)
             if unknown.any():
-                cols = check[unknown]
-                old = eta if eta.shape[1] == 1 else eta[:, cols]
-                f0[unknown] = d.nll(old, wya[:, cols], wa[:, cols])
+                u = check[unknown]
+                f0[unknown] = d.nll(d.eta(x0[u, :m], x0[u, m:]), wyc[:, unknown], wc[:, unknown])
             alpha = np.ones(check.size)
-            f_new = d.nll(new_eta[:, check], wya[:, check], wa[:, check])
+            f_new = d.nll(d.eta(new_x[check, :m], new_x[check, m:]), wyc, wc)
             for _ in range(40):  # Armijo backtracking, per replicate
                 bad = ~(f_new <= f0 + _ARMIJO * alpha * slope[check] + 1e-12 * np.abs(f0))
                 if not bad.any():
@@ -348,16 +360,13 @@ def _fit_style_bt(d: _Design, y: np.ndarray, w: np.ndarray, *, tol: float, max_i
                 alpha[bad] *= 0.5
                 cb = check[bad]
                 new_x[cb] = x0[cb] + alpha[bad, None] * step[cb]
-                new_eta[:, cb] = d.eta(new_x[cb, :m], new_x[cb, m:])
-                f_new[bad] = d.nll(new_eta[:, cb], wya[:, cb], wa[:, cb])
+                f_new[bad] = d.nll(d.eta(new_x[cb, :m], new_x[cb, m:]), wyc[:, bad], wc[:, bad])
             f[active[check]] = f_new
         f[active[certified]] = np.nan
         x[active] = new_x
-        eta = new_eta
-        p = d.prob(new_eta)
+        g, h = d.gradient(new_x[:, :m], new_x[:, m:], wa, y)
     else:
-        wa, wya = (w, wy) if active.size == R else (w[:, active], wy[:, active])
-        gnorm[active] = np.linalg.norm(d.grad(p, wya, wa), axis=1)
+        gnorm[active] = np.linalg.norm(g, axis=1)
     if (gnorm > tol).any():
         raise RuntimeError(f"style BT did not converge: max gradient norm {gnorm.max():.3g} > {tol} after {it} Newton steps")
     theta = np.zeros((R, d.n_items))
@@ -402,10 +411,8 @@ def style_controlled_leaderboard(
     score = battles["score"].to_numpy(float)[keep]
     # Integer codes once, then numpy only: string handling in pandas costs more than the fit.
     q_code, _ = pd.factorize(battles["question_id"].to_numpy(object)[keep])
-    pair_code, uniques = pd.factorize(
-        np.concatenate([battles["model"].to_numpy(object)[keep], battles["opponent"].to_numpy(object)[keep]]).astype(str), sort=True
-    )
-    names = pd.Index(uniques)
+    pair_code, uniques = pd.factorize(np.concatenate([battles["model"].to_numpy(object)[keep], battles["opponent"].to_numpy(object)[keep]]), sort=True)
+    names = pd.Index(np.asarray(uniques).astype(str))
     if baseline not in names:
         raise ValueError(f"baseline '{baseline}' is in no battle")
     anchor = names.get_loc(baseline)
