@@ -91,3 +91,113 @@ def test_recovers_simulated_style_coefficients_within_ci():
     assert np.corrcoef(table.loc[true_wr.index, "score"], true_wr)[0, 1] > 0.98
     covered = (table.loc[true_wr.index, "lower"] <= true_wr) & (true_wr <= table.loc[true_wr.index, "upper"])
     assert covered.mean() >= 0.75
+
+
+def test_self_concordance_bound_holds_for_random_steps():
+    """The step-acceptance shortcut rests on f(x + d) <= f(x) + g'd + d'Hd (e^nu - 1 - nu) / nu^2,
+    with nu the design's bound on the largest logit change; check it against the likelihood."""
+    from arena.style import _Design
+
+    rng = np.random.default_rng(8)
+    n_items, n = 6, 600
+    i = rng.integers(0, n_items, n)
+    j = (i + rng.integers(1, n_items, n)) % n_items
+    z = rng.normal(size=(n, 2))
+    y = rng.choice([0.0, 0.5, 1.0], n)
+    d = _Design(n_items, i, j, z, 0)
+    w = rng.choice([0.0, 1.0, 3.0], size=(n, 40))
+    x = rng.normal(scale=0.5, size=(40, d.m + d.s))
+    step = rng.normal(scale=rng.choice([0.01, 0.3, 2.0], size=(40, 1)), size=(40, d.m + d.s))
+    g, h = d.gradient(x[:, : d.m], x[:, d.m :], w, y)
+    H = d.hessian(h)
+    wy = w * y[:, None]
+    f0 = d.nll(d.eta(x[:, : d.m], x[:, d.m :]), wy, w)
+    f1 = d.nll(d.eta((x + step)[:, : d.m], (x + step)[:, d.m :]), wy, w)
+    nu = d.max_logit_change(step[:, : d.m], step[:, d.m :])
+    true_nu = np.abs(d.eta(step[:, : d.m], step[:, d.m :])).max(axis=0)
+    assert (true_nu <= nu + 1e-12).all()
+    curv = np.einsum("rk,rkl,rl->r", step, H, step)
+    bound = f0 + (g * step).sum(axis=1) + curv * np.expm1(nu) / nu**2 - curv / nu
+    assert (f1 <= bound + 1e-9 * np.abs(f0)).all()
+    # The gradient pass agrees with finite differences of the likelihood.
+    e = np.zeros(d.m + d.s)
+    e[d.m] = 1e-6
+    shifted = x + e
+    fd = (d.nll(d.eta(shifted[:, : d.m], shifted[:, d.m :]), wy, w) - f0) / 1e-6
+    assert np.abs(fd - g[:, d.m]).max() < 1e-3 * (1 + np.abs(g[:, d.m]).max())
+
+
+def test_degenerate_replicates_converge_like_single_fits():
+    # Replicates with singular Hessians: 0 drops every battle of item 3, 1 makes covariate 1
+    # zero on every kept battle (both pinned), 2 makes covariate 1 the indicator of item 2 on
+    # the kept battles (collinear: the pseudo-inverse path).
+    rng = np.random.default_rng(4)
+    n_items, n = 5, 1500
+    i = rng.integers(1, n_items, n)
+    j = np.zeros(n, int)
+    marked = (i == 2) & (rng.random(n) < 0.5)
+    z = np.column_stack([rng.normal(size=n), np.where(marked | (rng.random(n) < 0.1), 1.0, 0.0)])
+    y = (rng.random(n) < expit(0.3 * i - 0.6 + z @ [0.4, 0.2])).astype(float)
+    W = np.ones((4, n))
+    W[0, i == 3] = 0.0
+    W[1, z[:, 1] != 0] = 0.0
+    W[2, (z[:, 1] != 0) != (i == 2)] = 0.0
+    W[3] = rng.poisson(1.0, n)
+    point = fit_style_bt(n_items, i, j, z, y, np.ones(n))
+    import arena.style as style
+
+    used = []
+    pinv = style._pinv_solve
+    try:
+        style._pinv_solve = lambda H, g: used.append(len(H)) or pinv(H, g)
+        batch = fit_style_bt(n_items, i, j, z, y, W, init=(point.theta[0], point.gamma[0]))
+    finally:
+        style._pinv_solve = pinv
+    assert used, "the collinear replicate should take the pseudo-inverse path"
+    assert batch.grad_norm.max() <= 1e-6
+    assert batch.theta[0, 3] == pytest.approx(point.theta[0, 3])  # no data: stays at the start
+    for r in range(4):
+        single = fit_style_bt(n_items, i, j, z, y, W[r])
+        # Compare what the replicate identifies: fitted logits of its battles, and the
+        # covariate 0 coefficient (covariate 1 is unidentified in replicates 1 and 2).
+        eta_b = batch.theta[r, i] - batch.theta[r, j] + z @ batch.gamma[r]
+        eta_s = single.theta[0, i] - single.theta[0, j] + z @ single.gamma[0]
+        kept = W[r] > 0
+        assert np.abs(eta_b[kept] - eta_s[kept]).max() < 1e-6
+        assert abs(batch.gamma[r, 0] - single.gamma[0, 0]) < 1e-6
+        if r in (0, 3):
+            assert abs(batch.gamma[r, 1] - single.gamma[0, 1]) < 1e-6
+
+
+def test_leaderboard_matches_independent_fits_of_raw_battles_and_replicates():
+    gamma = np.array([0.3, 0.0, 0.2, -0.1])
+    sim = simulate_arena(np.random.default_rng(21), 5, 120, gamma=gamma, strong_prob=0.3, tie_prob=0.1)
+    b = sim.battles.copy()
+    b.loc[b.index[::17], "weight"] = 0.0  # unparsed games are left out
+    counts = np.random.default_rng(2).multinomial(120, np.full(120, 1 / 120), size=6)
+
+    class Replay:  # hands the leaderboard known bootstrap counts
+        def multinomial(self, n, p, size):
+            return counts[:size]
+
+    res = style_controlled_leaderboard(b, sim.features, "baseline", n_bootstrap=6, rng=Replay())
+    keep = b["weight"].to_numpy() > 0
+    names = sorted(set(b["model"]) | {"baseline"})
+    i = np.array([names.index(m) for m in b["model"][keep]])
+    j = np.full(len(i), names.index("baseline"))
+    z = sim.features.to_numpy()[keep]
+    y, w = b["score"].to_numpy()[keep], b["weight"].to_numpy()[keep]
+    # Unmerged games, cold start, independent optimiser.
+    th, g = _scipy_fit(len(names), i, j, z, y, w, anchor=names.index("baseline"))
+    table = res.table.set_index("model")
+    assert np.abs(table.loc[names, "score"].to_numpy() - 100 * expit(th)).max() < 1e-5
+    assert np.abs(res.coefficients["coef"].to_numpy() - g).max() < 1e-6
+    q = b["question_id"].str[1:].astype(int).to_numpy()[keep]
+    models = [m for m in names if m != "baseline"]
+    for r in (0, 5):
+        single = fit_style_bt(len(names), i, j, z, y, counts[r][q] * w, anchor=names.index("baseline"))
+        assert np.abs(res.replicates.loc[r, models].to_numpy() - 100 * expit(single.theta[0, [names.index(m) for m in models]])).max() < 1e-5
+        assert np.abs(res.coefficient_replicates.loc[r].to_numpy() - single.gamma[0]).max() < 1e-6
+    none = style_controlled_leaderboard(b, sim.features, "baseline", n_bootstrap=0)
+    assert none.table["lower"].isna().sum() == len(models) and len(none.replicates) == 0
+    assert np.abs(none.coefficients["coef"].to_numpy() - g).max() < 1e-6
