@@ -11,9 +11,12 @@ with ``theta[anchor] = 0``. We maximise the weighted log-likelihood *exactly*: d
 at once. Replicates are prompt-count weight vectors, so every replicate shares one design; the
 Hessian is assembled blockwise with sparse/BLAS products (theta–theta via the battle pairs,
 theta–gamma via the sparse item incidence, gamma–gamma via z⊗z), so one Newton iteration for
-100 replicates costs a few matrix products instead of 100 separate fits. Hand-written because
-arena-hard's torch LBFGS (fixed 50 iterations, lr 0.1, no line search) stops before
-convergence, and scipy/sklearn would refit every replicate from scratch.
+100 replicates costs a few matrix products instead of 100 separate fits. The bootstrap starts
+every replicate from the full-data MLE (its first step needs no exp per replicate), Newton
+directions come from batched Cholesky, and a self-concordance bound certifies most full steps
+without evaluating the likelihood, so a replicate costs about three fused passes over its
+battles. Hand-written because arena-hard's torch LBFGS (fixed 50 iterations, lr 0.1, no line
+search) stops before convergence, and scipy/sklearn would refit every replicate from scratch.
 
 Style covariates (:func:`style_features`), computed from answer metadata as in arena-hard's
 ``conv_metadata``:
@@ -113,7 +116,6 @@ class _Design:
         cols = np.concatenate([fi[fi >= 0], fj[fj >= 0]])
         vals = np.concatenate([np.ones((fi >= 0).sum()), -np.ones((fj >= 0).sum())])
         self.inc = sparse.csr_matrix((vals, (rows, cols)), shape=(n, m))
-        self.inc_t = sparse.csr_matrix((vals, (cols, rows)), shape=(m, n))
         s = z.shape[1]
         # Transposed map from curvature weights to the sparse Hessian cells, so one sparse product
         # per Newton step gives them for all replicates: theta-theta cell (a, b) gets h x_a x_b
