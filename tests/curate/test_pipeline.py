@@ -78,31 +78,38 @@ def test_build_sharegpt_through_fake_server_then_arena_answers(shared_data, fake
     assert len(answers) == n
 
 
+# llama.cpp GBNF grammar: constrains the small local model to the answer line we parse.
+CRITERIA_GRAMMAR = 'root ::= "Criteria Satisfied: [" list? "]"\nlist ::= [1-7] (", " [1-7])*'
+
+
 @pytest.mark.smollm
 def test_annotation_with_local_smollm2(smollm_server, tmp_path):
-    """The real local model through the shared client: a 135M model rarely follows the format,
-    so this checks the real path (calls, parsing, recording), not annotation quality."""
+    """The real local model through the shared client. Unconstrained, a 135M model rarely writes
+    the answer line (recorded as malformed); with a grammar every answer parses. This checks
+    the real path (calls, parsing, recording, resume), not annotation quality."""
     from arena.llm import LLMClient, ResponseCache
     from benchbuilder.annotate import AnnotationStage, Annotator, load_annotations
 
-    ep = smollm_server.endpoint("smollm2", params={"temperature": 0.0, "max_tokens": 64, "seed": 0})
+    ep = smollm_server.endpoint("smollm2", params={"temperature": 0.0, "max_tokens": 40, "seed": 0})
     prompts = {
         "p1": "Write a Python function that returns the n-th Fibonacci number using memoization.",
         "p2": "What is the capital of France?",
         "p3": "Design a database schema for a library with books, members and loans, and explain the indexes.",
         "p4": "Write a short poem about the sea.",
     }
-    out = tmp_path / "smol.jsonl"
     client = LLMClient({"smollm2": ep}, ResponseCache(tmp_path / "c.sqlite"))
-    res = Annotator(client, AnnotationStage("smol", "smollm2"), out).run(prompts)
-    assert set(res) == set(prompts)
-    assert all(a.status in {"ok", "malformed"} for a in res.values())  # the server answered every prompt
-    assert all(a.raw for a in res.values())
+    free = Annotator(client, AnnotationStage("free", "smollm2"), tmp_path / "free.jsonl").run(prompts)
+    assert set(free) == set(prompts) and all(a.status in {"ok", "malformed"} and a.raw for a in free.values())
+    stage = AnnotationStage("constrained", "smollm2", params={"extra_body": {"grammar": CRITERIA_GRAMMAR}})
+    out = tmp_path / "constrained.jsonl"
+    client = LLMClient({"smollm2": ep}, ResponseCache(tmp_path / "c.sqlite"))
+    res = Annotator(client, stage, out).run(prompts)
+    assert all(a.status == "ok" for a in res.values()), {k: a.raw for k, a in res.items()}
     for a in res.values():
-        if a.status == "ok":
-            assert a.score == len(a.criteria) and all(1 <= c <= 7 for c in a.criteria)
+        assert a.score == len(a.criteria) and all(1 <= c <= 7 for c in a.criteria)
+        assert a.raw.startswith("Criteria Satisfied: [")
     assert len(load_annotations(out)) == len(prompts)
     # resumable: a second run asks nothing
     client2 = LLMClient({"smollm2": ep}, ResponseCache(tmp_path / "c.sqlite"))
-    Annotator(client2, AnnotationStage("smol", "smollm2"), out).run(prompts)
+    Annotator(client2, stage, out).run(prompts)
     assert client2.ledger.calls == 0
