@@ -153,9 +153,8 @@ class OpenAIEmbedder:
     """OpenAI-compatible ``/embeddings`` (default ``text-embedding-3-small``) through the shared
     LLM client, in batches of ``batch_size`` inputs.
 
-    The client's own ``embed`` is used when it has one. Otherwise the request goes through the
-    client's pooled SDK connection for that endpoint, its concurrency limit, its backoff policy
-    and its usage ledger (stage ``embed``); response caching is the embedding cache's job.
+    ``LLMClient.embed`` brings the endpoint's concurrency limit, retries and usage ledger (stage
+    ``embed``); response caching is the embedding cache's job.
     """
 
     def __init__(self, client: Any, endpoint: str, *, batch_size: int = 256, stage: str = "embed"):
@@ -166,30 +165,7 @@ class OpenAIEmbedder:
         self.name = f"openai:{client.endpoint(endpoint).model}"
 
     async def _batch(self, texts: list[str]) -> np.ndarray:
-        native = getattr(self.client, "embed", None)
-        if native is not None:
-            return np.asarray(await native(self.endpoint, texts, stage=self.stage), dtype=np.float32)
-        ep = self.client.endpoint(self.endpoint)
-        sdk = self.client._client(ep)
-        last = ""
-        async with self.client._semaphores[ep.name]:
-            for attempt in range(1, ep.max_retries + 2):
-                try:
-                    resp = await sdk.embeddings.create(model=ep.model, input=texts)
-                    vecs = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
-                    if len(vecs) != len(texts):
-                        raise ValueError(f"{len(vecs)} embeddings for {len(texts)} inputs")
-                    ptok = int(getattr(resp.usage, "prompt_tokens", 0) or 0)
-                    self.client.ledger.record(self.stage, ep.name, cached=False, ok=True, prompt_tokens=ptok, cost=ep.cost(ptok, 0))
-                    return np.asarray(vecs, dtype=np.float32)
-                except Exception as exc:  # transport, 429/5xx, malformed: retry like the chat path
-                    status = getattr(exc, "status_code", None)
-                    last = self.client.scrub(f"{type(exc).__name__}: {exc}")
-                    if status is not None and status < 500 and status not in (408, 409, 425, 429):
-                        break
-                    await asyncio.sleep(self.client._backoff(attempt, None))
-        self.client.ledger.record(self.stage, ep.name, cached=False, ok=False)
-        raise RuntimeError(f"embedding endpoint '{ep.name}' failed: {last}")
+        return np.asarray(await self.client.embed(self.endpoint, texts, stage=self.stage), dtype=np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]

@@ -145,3 +145,25 @@ def test_endpoint_yaml_errors_name_file_and_field(tmp_path):
     p.write_text("endpoints:\n  gpt: {model: gpt-4o, price: {input: 2.5, output: 10}, rpm: 60}\n")
     ep = load_endpoints(p)["gpt"]
     assert ep.cost(1_000_000, 1_000_000) == pytest.approx(12.5)
+
+
+def test_embeddings_go_through_the_same_retries_and_ledger(fake_server, tmp_path):
+    srv = fake_server({"faults": {"429": 0.5, "500": 0.3}, "retry_after": 0.01, "embedding_dim": 8})
+    client = _client(srv, tmp_path)
+
+    async def go():
+        try:
+            return await asyncio.gather(*(client.embed("m", [f"text {i}", f"other {i}"]) for i in range(20)))
+        finally:
+            await client.aclose()
+
+    out = asyncio.run(go())
+    assert all(len(v) == 2 and len(v[0]) == 8 for v in out)
+    st = srv.stats()
+    assert st["ok"] == 20 and st["hits"] > 20
+    row = client.ledger.to_frame().set_index("stage").loc["embed"]
+    assert row["calls"] == 20 and row["prompt_tokens"] > 0 and row["cost"] > 0
+    srv.configure({"faults": {"persistent": 1.0}})
+    failing = _client(srv, tmp_path, retries=1)
+    with pytest.raises(RuntimeError, match="failed after 2 attempts"):
+        asyncio.run(failing.embed("m", ["x"]))

@@ -238,11 +238,10 @@ class LLMClient:
         finally:
             self._inflight.pop(key, None)
 
-    async def _call(self, ep: Endpoint, req: ChatRequest, key: str) -> ChatResult:
-        client = self._client(ep)
-        params = self.request_params(req)
+    async def _retrying(self, ep: Endpoint, attempt: Callable[[], Awaitable[Any]]) -> tuple[Any, int, str | None]:
+        """Run ``attempt`` under the endpoint's concurrency and rate limits, retrying what a retry
+        can fix. Returns ``(value, attempts, None)`` or ``(None, attempts, error)``."""
         attempts = 0
-        last_error = "no attempt made"
         async with self._semaphores[ep.name]:
             while True:
                 attempts += 1
@@ -250,41 +249,55 @@ class LLMClient:
                 if limiter is not None:
                     await limiter.wait()
                 try:
-                    text, payload, usage = await self._attempt(client, ep, req, params)
+                    return await attempt(), attempts, None
                 except _Retryable as exc:
-                    last_error = self.scrub(str(exc))
                     if attempts > ep.max_retries:
-                        break
+                        return None, attempts, self.scrub(str(exc))
                     await asyncio.sleep(self._backoff(attempts, exc.retry_after))
-                    continue
                 except openai.APIStatusError as exc:  # non-retryable HTTP status
-                    last_error = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
-                    break
-                ptok, ctok, rtok = usage
-                cost = ep.cost(ptok, ctok)
-                result = ChatResult(
-                    request=req, key=key, ok=True, text=text, prompt_tokens=ptok, completion_tokens=ctok,
-                    reasoning_tokens=rtok, cost=cost, attempts=attempts, payload=payload,
-                )
-                self._store(result)
-                return result
-        result = ChatResult(request=req, key=key, ok=False, text=None, error=last_error, attempts=attempts)
+                    return None, attempts, self.scrub(f"HTTP {exc.status_code}: {exc.message}")
+
+    async def _call(self, ep: Endpoint, req: ChatRequest, key: str) -> ChatResult:
+        client = self._client(ep)
+        params = self.request_params(req)
+        value, attempts, error = await self._retrying(ep, lambda: self._attempt(client, ep, req, params))
+        if value is None:
+            result = ChatResult(request=req, key=key, ok=False, text=None, error=error, attempts=attempts)
+        else:
+            text, payload, (ptok, ctok, rtok) = value
+            result = ChatResult(
+                request=req, key=key, ok=True, text=text, prompt_tokens=ptok, completion_tokens=ctok,
+                reasoning_tokens=rtok, cost=ep.cost(ptok, ctok), attempts=attempts, payload=payload,
+            )
         self._store(result)
         return result
+
+    async def embed(self, endpoint: str, texts: Sequence[str], *, stage: str = "embed") -> list[list[float]]:
+        """Embeddings of ``texts`` (one request) with the chat path's limits, retries, accounting
+        and key hygiene. Vectors are cached by the caller's embedding cache, keyed by text, so
+        they are not stored again here. Raises ``RuntimeError`` once retries are exhausted."""
+        ep = self.endpoint(endpoint)
+        client = self._client(ep)
+
+        async def attempt() -> tuple[list[list[float]], int]:
+            resp = await _sdk_call(client.embeddings.create(model=ep.model, input=list(texts)))
+            data = sorted(getattr(resp, "data", None) or [], key=lambda d: d.index)
+            if len(data) != len(texts):
+                raise _Retryable(f"malformed response: {len(data)} embeddings for {len(texts)} inputs")
+            return [d.embedding for d in data], int(getattr(getattr(resp, "usage", None), "prompt_tokens", 0) or 0)
+
+        value, attempts, error = await self._retrying(ep, attempt)
+        if value is None:
+            self.ledger.record(stage, ep.name, cached=False, ok=False)
+            raise RuntimeError(f"embedding endpoint '{ep.name}' failed after {attempts} attempts: {error}")
+        vectors, ptok = value
+        self.ledger.record(stage, ep.name, cached=False, ok=True, prompt_tokens=ptok, cost=ep.cost(ptok, 0))
+        return vectors
 
     async def _attempt(
         self, client: openai.AsyncOpenAI, ep: Endpoint, req: ChatRequest, params: Mapping[str, Any]
     ) -> tuple[str, dict[str, Any], tuple[int, int, int]]:
-        try:
-            resp = await client.chat.completions.create(model=ep.model, messages=list(req.messages), **params)
-        except openai.APIStatusError as exc:
-            if exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500:
-                raise _Retryable(f"HTTP {exc.status_code}: {exc.message}", _retry_after(exc.response)) from None
-            raise
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
-        except Exception as exc:  # malformed body, protocol errors: the server's fault, retry
-            raise _Retryable(f"malformed response: {type(exc).__name__}: {exc}") from None
+        resp = await _sdk_call(client.chat.completions.create(model=ep.model, messages=list(req.messages), **params))
         choices = getattr(resp, "choices", None)
         if not choices or not hasattr(choices[0], "message"):
             raise _Retryable("malformed response: no choices")
@@ -348,6 +361,20 @@ class LLMClient:
             return res
 
         return list(await asyncio.gather(*(one(r) for r in requests)))
+
+
+async def _sdk_call(coro: Awaitable[Any]) -> Any:
+    """Await an SDK call, sorting its failures into retryable ones and the caller's mistakes."""
+    try:
+        return await coro
+    except openai.APIStatusError as exc:
+        if exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500:
+            raise _Retryable(f"HTTP {exc.status_code}: {exc.message}", _retry_after(exc.response)) from None
+        raise
+    except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+        raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # malformed body, protocol errors: the server's fault, retry
+        raise _Retryable(f"malformed response: {type(exc).__name__}: {exc}") from None
 
 
 def _http_client(ep: Endpoint) -> Any:
