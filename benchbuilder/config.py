@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arena.errors import InputError
+from arena.configfile import read_yaml, validation_error
 
 
 class _M(BaseModel):
@@ -92,18 +91,8 @@ class BuildConfig(_M):
 
 
 def load_config(path: str | Path) -> BuildConfig:
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read config: {exc.strerror}", path=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {exc}", path=str(path), line=None if mark is None else mark.line + 1) from None
-    if not isinstance(raw, dict):
-        raise InputError("expected a mapping at the top level", path=str(path))
+    raw = read_yaml(path)
     try:
         return BuildConfig(**raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], path=str(path), field=".".join(str(p) for p in err["loc"])) from None
+        raise validation_error(exc, path) from None
