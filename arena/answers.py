@@ -32,15 +32,11 @@ class AnswerReport:
     errors: list[str] = field(default_factory=list)
 
 
-def _messages(system: Template | None, history: list[dict]) -> list[dict]:
-    return ([{"role": "system", "content": system.text}] if system else []) + history
-
-
-def answer_requests(model: str, question: Question, system: Template | None, params: dict) -> ChatRequest:
-    """The first-turn request (later turns depend on earlier answers)."""
+def turn_request(model: str, question: Question, history: list[dict], system: Template | None, params: dict) -> ChatRequest:
+    """The request for the next turn, given the conversation so far (user turns and answers)."""
     return ChatRequest(
         endpoint=model,
-        messages=_messages(system, [{"role": "user", "content": question.turns[0]}]),
+        messages=([{"role": "system", "content": system.text}] if system else []) + list(history),
         params=params,
         template_version=system.version if system else "",
         stage=STAGE,
@@ -54,11 +50,7 @@ async def _answer_one(client: LLMClient, model: str, q: Question, system: Templa
     texts: list[str] = []
     for turn in q.turns:
         history.append({"role": "user", "content": turn})
-        req = ChatRequest(
-            endpoint=model, messages=_messages(system, list(history)), params=params,
-            template_version=system.version if system else "", stage=STAGE, meta={"question_id": q.question_id},
-        )
-        res = await client.chat(req)
+        res = await client.chat(turn_request(model, q, history, system, params))
         results.append(res)
         if not res.ok:
             break
@@ -99,8 +91,9 @@ def pending_questions(path: Path, questions: Sequence[Question]) -> tuple[list[Q
 def estimate_answers(client: LLMClient, models: Sequence[str], questions: Sequence[Question], answer_dir: Path, system: Template | None, params: dict) -> DryRunEstimate:
     est = DryRunEstimate()
     for m in models:
-        todo, _ = pending_questions(answer_dir / f"{m}.jsonl", questions) if (answer_dir / f"{m}.jsonl").exists() else (list(questions), 0)
-        est.merge(client.estimate(answer_requests(m, q, system, params) for q in todo))
+        todo, _ = pending_questions(answer_dir / f"{m}.jsonl", questions)
+        # Later turns depend on earlier answers, so only first turns can be priced up front.
+        est.merge(client.estimate(turn_request(m, q, [{"role": "user", "content": q.turns[0]}], system, params) for q in todo))
     return est
 
 

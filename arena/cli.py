@@ -137,15 +137,14 @@ def _judge_inputs(cfg):
 
 def _do_judge(cfg, client, dry_run: bool, retry_failed: bool):
     from arena.answers import answers_by_model
-    from arena.judge import check_answers_match, estimate_judging, judge_models
+    from arena.judge import estimate_judging, judge_models, load_judge_answers
 
     questions, models, tpl = _judge_inputs(cfg)
     j = cfg.judge
     if dry_run:
         answers = answers_by_model(cfg.answer_dir, [j.baseline, *models])
         return estimate_judging(client, j.endpoint, tpl, questions, answers, models, j.baseline, j.params)
-    check_answers_match(questions, cfg.answer_dir, models, j.baseline)
-    answers = answers_by_model(cfg.answer_dir, [j.baseline, *models])
+    answers = load_judge_answers(questions, cfg.answer_dir, models, j.baseline)
     client.check_keys([j.endpoint])
     with progress_bar(len(questions) * len(models), f"judge ({j.endpoint})") as tick:
         reports = asyncio.run(_with_close(client, judge_models(

@@ -37,8 +37,12 @@ def open_text(path: Path) -> io.TextIOBase:
     return open(path, "r", encoding="utf-8", newline="")
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)``; blank lines are skipped, bad JSON names file and line."""
+def read_jsonl(path: str | Path, *, skip_torn_tail: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)``; blank lines are skipped, bad JSON names file and line.
+
+    ``skip_torn_tail`` ignores a final line without its newline: the mark of a writer killed
+    mid-write, for readers that must not repair the file themselves.
+    """
     path = Path(path)
     try:
         fh = open_text(path)
@@ -49,7 +53,10 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             text = fh.read()
         except (OSError, UnicodeDecodeError, EOFError) as exc:
             raise InputError(f"cannot read: {exc}", path=str(path)) from None
-    for i, line in enumerate(text.split("\n"), start=1):
+    lines = text.split("\n")
+    if skip_torn_tail:
+        lines = lines[:-1]  # "" after a final newline, else the torn tail
+    for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -326,15 +333,17 @@ def parse_answer(rec: Mapping[str, Any], path: Path, line: int, model: str | Non
     )
 
 
-def read_answer_file(path: str | Path, model: str | None = None) -> dict[str, Answer]:
+def read_answer_file(path: str | Path, model: str | None = None, *, question_ids: set[str] | None = None) -> dict[str, Answer]:
     """One model's answers keyed by question id. The model name is the file name, as in
     arena-hard-auto. A repeated question id keeps the first record (a resumed run never
-    writes one twice)."""
+    writes one twice). With ``question_ids``, an answer to any other question is an error."""
     path = Path(path)
     model = model or model_name_from_file(path)
     out: dict[str, Answer] = {}
     for line, rec in read_jsonl(path):
         a = parse_answer(rec, path, line, model)
+        if question_ids is not None and a.question_id not in question_ids:
+            raise InputError(f"answer to question '{a.question_id}', which is not in the question file", path=str(path), line=line, field="question_id")
         a.model = model
         out.setdefault(a.question_id, a)
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from arena.errors import InputError
-from arena.formats import Answer, Game, Judgment, JsonlAppender, Question, read_judgment_file, read_jsonl, write_jsonl
+from arena.formats import Answer, Game, Judgment, JsonlAppender, Question, read_answer_file, read_judgment_file, write_jsonl
 from arena.llm.client import ChatRequest, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.prompts import Template, load_template
@@ -91,20 +91,17 @@ async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, qu
     return Game(user_prompt, text, verdict.label, status=status, extra=extra)
 
 
-def check_answers_match(questions: Sequence[Question], answer_dir: Path, models: Sequence[str], baseline: str) -> None:
-    """Every answer must belong to a known question, and the baseline must have answers."""
+def load_judge_answers(questions: Sequence[Question], answer_dir: Path, models: Sequence[str], baseline: str) -> dict[str, dict[str, Answer]]:
+    """The baseline's and every model's answers; each file must exist and answer only known questions."""
     qids = {q.question_id for q in questions}
-    base_path = answer_dir / f"{baseline}.jsonl"
-    if not base_path.exists():
-        raise InputError(f"no answers for the baseline '{baseline}' (expected this file)", path=str(base_path))
-    for m in {baseline, *models}:
+    out: dict[str, dict[str, Answer]] = {}
+    for m in dict.fromkeys([baseline, *models]):
         path = answer_dir / f"{m}.jsonl"
         if not path.exists():
-            raise InputError(f"no answers for model '{m}' (expected this file)", path=str(path))
-        for line, rec in read_jsonl(path):
-            qid = str(rec.get("question_id", rec.get("uid", "")))
-            if qid not in qids:
-                raise InputError(f"answer to question '{qid}', which is not in the question file", path=str(path), line=line, field="question_id")
+            who = f"the baseline '{m}'" if m == baseline else f"model '{m}'"
+            raise InputError(f"no answers for {who} (expected this file)", path=str(path))
+        out[m] = read_answer_file(path, model=m, question_ids=qids)
+    return out
 
 
 def _pending(path: Path, retry_failed: bool) -> tuple[dict[str, Judgment], set[str]]:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from arena.configfile import read_yaml
 from arena.errors import InputError
-from arena.formats import JsonlAppender, write_jsonl
+from arena.formats import JsonlAppender, read_jsonl, write_jsonl
 from arena.index.datasets import MULTILINGUAL_LANGUAGES, EvalItem, load_eval
 from arena.index.graders.choice import ChoiceExtractor
 from arena.index.graders.code import SciCodeStepCheck, extract_code, lcb_program, scicode_program
@@ -135,14 +135,7 @@ def read_result_file(path: Path) -> dict[Key, dict]:
     out: dict[Key, dict] = {}
     if not path.exists():
         return out
-    lines = path.read_text(encoding="utf-8").split("\n")
-    for line_no, line in enumerate(lines[:-1], start=1):  # lines[-1] is "" or a torn tail
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg})", path=str(path), line=line_no) from None
+    for line_no, rec in read_jsonl(path, skip_torn_tail=True):
         for key in ("item_id", "repeat"):
             if key not in rec:
                 raise InputError("missing field", path=str(path), line=line_no, field=key)
