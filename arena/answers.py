@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from arena.formats import Answer, JsonlAppender, Question, read_answer_file
+from arena.io.formats import Answer, JsonlAppender, Question, read_answer_file
 from arena.llm.client import ChatRequest, ChatResult, LLMClient
 from arena.llm.cost import DryRunEstimate
-from arena.markdown_stats import answer_metadata
+from arena.stats.markdown_stats import answer_metadata
 from arena.prompts import Template
 
 STAGE = "answers"

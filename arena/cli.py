@@ -99,7 +99,7 @@ def _print_estimate(est) -> None:
 
 def _do_answers(cfg, client, dry_run: bool):
     from arena.answers import estimate_answers, generate_answers
-    from arena.formats import read_questions
+    from arena.io.formats import read_questions
     from arena.prompts import load_template
 
     if cfg.answers is None:
@@ -121,7 +121,7 @@ def _do_answers(cfg, client, dry_run: bool):
 
 
 def _judge_inputs(cfg):
-    from arena.formats import read_questions
+    from arena.io.formats import read_questions
     from arena.judge import JudgeTemplates
 
     if cfg.judge is None:

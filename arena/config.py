@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arena.configfile import read_yaml, validation_error
+from arena.io.configfile import read_yaml, validation_error
 from arena.errors import InputError
 from arena.llm.endpoints import Endpoint, load_endpoints, parse_endpoints
 

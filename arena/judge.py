@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from arena.errors import InputError
-from arena.formats import Answer, Game, Judgment, JsonlAppender, Question, read_answer_file, read_judgment_file, write_jsonl
+from arena.io.formats import Answer, Game, Judgment, JsonlAppender, Question, read_answer_file, read_judgment_file, write_jsonl
 from arena.llm.client import ChatRequest, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.prompts import Template, load_template

@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from arena.errors import InputError
-from arena.formats import Judgment, read_answers, read_judgments
-from arena.ratings import Leaderboard, average_tokens, battles_from_judgments, leaderboard
+from arena.io.formats import Judgment, read_answers, read_judgments
+from arena.stats.ratings import Leaderboard, average_tokens, battles_from_judgments, leaderboard
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def attach_categories(judgments: Sequence[Judgment], questions_file: Path | None
         return list(judgments)
     from dataclasses import replace
 
-    from arena.formats import read_questions
+    from arena.io.formats import read_questions
 
     cats = {q.question_id: q.category for q in read_questions(questions_file)}
     return [j if j.category else replace(j, category=cats.get(j.question_id)) for j in judgments]

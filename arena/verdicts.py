@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from arena.formats import VERDICT_LABELS
+from arena.io.formats import VERDICT_LABELS
 
 LABEL_RE = re.compile(r"\[\[\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]\]")
 VERDICT_CUE_RE = re.compile(r"verdict", re.IGNORECASE)

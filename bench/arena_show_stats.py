@@ -23,8 +23,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from arena.formats import Game, Judgment
-from arena.ratings import battles_from_judgments, leaderboard
+from arena.io.formats import Game, Judgment
+from arena.stats.ratings import battles_from_judgments, leaderboard
 
 LABELS = ["A>>B", "A>B", "A=B", "B>A", "B>>A"]
 

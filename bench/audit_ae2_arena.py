@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from arena.alpaca_eval import read_annotations, soft_battles, to_judgments, write_judgment_dir
+from arena.io.alpaca_eval import read_annotations, soft_battles, to_judgments, write_judgment_dir
 from arena.audit.benchmark import audit_benchmark
 from arena.audit.io import read_names, read_reference, scores_from_leaderboard, write_scores
-from arena.formats import read_judgments
-from arena.ratings import leaderboard
+from arena.io.formats import read_judgments
+from arena.stats.ratings import leaderboard
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -32,7 +32,7 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from arena.audit.simulate import simulate_arena
-from arena.style import style_controlled_leaderboard
+from arena.stats.style import style_controlled_leaderboard
 
 
 def reference_fit(features: torch.Tensor, outcomes: torch.Tensor, lr: float = 0.1, max_iter: int = 50) -> torch.Tensor:

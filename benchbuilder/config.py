@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arena.configfile import read_yaml, validation_error
+from arena.io.configfile import read_yaml, validation_error
 
 
 class _M(BaseModel):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.formats import VERDICT_LABELS, read_jsonl
+from arena.io.formats import VERDICT_LABELS, read_jsonl
 
 N_PROMPTS = 500
 MODELS = ["model-a", "model-b", "model-c"]

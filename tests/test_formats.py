@@ -8,7 +8,7 @@ import json
 import pytest
 
 from arena.errors import InputError
-from arena.formats import JsonlAppender, read_answers, read_judgments, read_jsonl, read_questions
+from arena.io.formats import JsonlAppender, read_answers, read_judgments, read_jsonl, read_questions
 
 
 def _write(path, lines):

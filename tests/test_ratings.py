@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena.formats import Game, Judgment
-from arena.ratings import BATTLE_COLUMNS, battles_from_judgments, bradley_terry_mle, leaderboard
+from arena.io.formats import Game, Judgment
+from arena.stats.ratings import BATTLE_COLUMNS, battles_from_judgments, bradley_terry_mle, leaderboard
 
 
 def _judgment(qid, model, g1, g2, baseline=None):

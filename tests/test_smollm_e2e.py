@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.formats import VERDICT_LABELS, read_jsonl
+from arena.io.formats import VERDICT_LABELS, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 

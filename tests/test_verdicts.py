@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from arena.formats import read_judgments
+from arena.io.formats import read_judgments
 from arena.prompts import load_template
 from arena.verdicts import parse_verdict
 

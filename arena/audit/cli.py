@@ -88,8 +88,8 @@ def import_alpaca_eval_cmd(
     judge: Optional[str] = typer.Option(None, "--judge", help="Annotator name where the file does not say (CSV)."),
 ) -> None:
     """Convert AlpacaEval annotations (soft preference in [1, 2]) into our judgment format."""
-    from arena.alpaca_eval import read_annotations, to_judgments, write_judgment_dir
-    from arena.formats import read_jsonl
+    from arena.io.alpaca_eval import read_annotations, to_judgments, write_judgment_dir
+    from arena.io.formats import read_jsonl
 
     try:
         ids = None
@@ -111,8 +111,8 @@ def _answer_lengths(answers_dir: Path, battles) -> "tuple[list[float], list[floa
     """Token lengths of the model's and the opponent's answer for every battle (NaN if missing)."""
     import numpy as np
 
-    from arena.formats import jsonl_files, model_name_from_file, read_answer_file
-    from arena.markdown_stats import approx_tokens
+    from arena.io.formats import jsonl_files, model_name_from_file, read_answer_file
+    from arena.stats.markdown_stats import approx_tokens
 
     needed = set(battles["model"]) | set(battles["opponent"])
     lengths: dict[tuple[str, str], float] = {}
@@ -156,8 +156,8 @@ def judges_cmd(
     import pandas as pd
 
     from arena.audit import judges as ja
-    from arena.formats import read_judgments
-    from arena.ratings import battles_from_judgments
+    from arena.io.formats import read_judgments
+    from arena.stats.ratings import battles_from_judgments
 
     # `--judgments A B C` as in the docs: click takes one value per option, the rest arrive here.
     extra = [a for a in ctx.args]
@@ -183,7 +183,7 @@ def judges_cmd(
     except (InputError, json.JSONDecodeError) as exc:
         _fail(exc)
     if questions is not None:
-        from arena.formats import read_questions
+        from arena.io.formats import read_questions
 
         try:
             cats = {q.question_id: q.category for q in read_questions(questions)}
@@ -270,7 +270,7 @@ def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, out
         console.print(note)
     if output is not None:
         from arena.show import write_leaderboard
-        from arena.ratings import Leaderboard
+        from arena.stats.ratings import Leaderboard
 
         write_leaderboard(Leaderboard(table=res.table, replicates=res.replicates, method="style-bt" if res.coefficients is not None else "closed-form", ci=ci), output)
         console.print(f"wrote {output}")

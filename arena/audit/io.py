@@ -9,9 +9,9 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from arena.configfile import read_json
+from arena.io.configfile import read_json
 from arena.errors import InputError
-from arena.formats import read_jsonl
+from arena.io.formats import read_jsonl
 
 # Column names used by common sources for the CI bounds (Chatbot Arena exports use rating_q025/q975).
 _LOWER_ALIASES = ("lower", "rating_q025", "lower_ci")

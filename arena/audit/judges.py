@@ -1,6 +1,6 @@
 """Judge audits over pairwise judgments (arena-hard two-game layout).
 
-Inputs are the battle table of :func:`arena.ratings.battles_from_judgments` (one row per game:
+Inputs are the battle table of :func:`arena.stats.ratings.battles_from_judgments` (one row per game:
 ``judge, question_id, model, opponent, category, game, label, status, score, weight``, where
 ``score`` is the *model's* score with the position swap already undone). Every function is a
 pure function returning a pandas frame.
@@ -8,7 +8,7 @@ pure function returning a pandas frame.
 * verdict distribution and unparsed rate;
 * position consistency (game 1 vs game 2 once the swap is undone) and first-position preference;
 * length bias: judged win rate against the normalised length difference, slope with CI from a
-  Bradley–Terry fit with a length covariate (:mod:`arena.style`) and a prompt-level bootstrap;
+  Bradley–Terry fit with a length covariate (:mod:`arena.stats.style`) and a prompt-level bootstrap;
 * self-preference for judge/model pairs of one family;
 * run-to-run variance of repeated runs (paper Table 8);
 * inter-judge agreement: Cohen's kappa per pair, Fleiss' kappa and Krippendorff's alpha overall;
@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from arena.formats import VERDICT_LABELS
+from arena.io.formats import VERDICT_LABELS
 
 MIRROR = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"}
 # Labels as seen from the model's side (game 1 has the model as B, so its labels read as is
@@ -120,7 +120,7 @@ def length_bias(
     preference), with a prompt-level bootstrap CI. ``bins``: the raw weighted win rate of the
     model per quantile bin of the length difference.
     """
-    from arena.style import fit_style_bt
+    from arena.stats.style import fit_style_bt
 
     rng = rng if rng is not None else np.random.default_rng(0)
     la, lb = np.asarray(model_len, float), np.asarray(opponent_len, float)

@@ -19,8 +19,8 @@ from arena.errors import InputError
 def load_pool_battles(paths: Sequence[Path], baseline: str | None = None) -> tuple[pd.DataFrame, str]:
     """Battles from judgment dirs/files or AlpacaEval annotation files (``.csv``/``.json``,
     optionally gzipped); soft AlpacaEval preferences keep their exact value."""
-    from arena.alpaca_eval import read_annotations, soft_battles, to_judgments
-    from arena.formats import read_judgments
+    from arena.io.alpaca_eval import read_annotations, soft_battles, to_judgments
+    from arena.io.formats import read_judgments
 
     judgments = []
     for p in paths:
@@ -41,7 +41,7 @@ def load_pool_battles(paths: Sequence[Path], baseline: str | None = None) -> tup
 def random_subset_scores(battles: pd.DataFrame, baseline: str, subset_size: int, rng: np.random.Generator, rounds: int = 100, ci: float = 0.95) -> pd.DataFrame:
     """Leaderboard (scores frame with bootstrap ``results``) of one random prompt subset."""
     from arena.audit.io import scores_from_leaderboard
-    from arena.ratings import leaderboard
+    from arena.stats.ratings import leaderboard
 
     prompts = battles["question_id"].unique()
     if not 0 < subset_size <= len(prompts):

@@ -30,8 +30,8 @@ class ExtrasResult:
 def _style_meta(answer_dirs: Sequence[Path], battles: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """Per battle, the style metadata of the model's and the opponent's answers, and a mask of
     battles whose two answers were both found."""
-    from arena.formats import jsonl_files, model_name_from_file, read_answer_file
-    from arena.markdown_stats import answer_metadata
+    from arena.io.formats import jsonl_files, model_name_from_file, read_answer_file
+    from arena.stats.markdown_stats import answer_metadata
 
     needed = set(battles["model"]) | set(battles["opponent"])
     meta: dict[tuple[str, str], dict] = {}
@@ -72,8 +72,8 @@ def show_extras(
     """Leaderboard with an optional judge ensemble and optional style control; optionally writes
     ``scores_jsonl`` (``model, score, lower, upper, results``) for ``arena audit benchmark``."""
     from arena.audit.io import scores_from_leaderboard, write_scores
-    from arena.ensemble import combine_judges, leave_one_judge_out
-    from arena.ratings import average_tokens, battles_from_judgments, leaderboard
+    from arena.stats.ensemble import combine_judges, leave_one_judge_out
+    from arena.stats.ratings import average_tokens, battles_from_judgments, leaderboard
     from arena.show import load_judgments, locate_answer_dir
 
     judgments = load_judgments(judgment_dirs)
@@ -97,7 +97,7 @@ def show_extras(
     rng = np.random.default_rng(seed)
     coefs = None
     if style_control:
-        from arena.style import style_controlled_leaderboard, style_features
+        from arena.stats.style import style_controlled_leaderboard, style_features
 
         if not answer_dirs:
             raise InputError("style control needs the answers (--answers DIR)", field="--answers")
@@ -131,6 +131,6 @@ def show_extras(
 
 
 def _read_answers(d: Path, models: set[str]):
-    from arena.formats import jsonl_files, model_name_from_file, read_answer_file
+    from arena.io.formats import jsonl_files, model_name_from_file, read_answer_file
 
     return {model_name_from_file(p): read_answer_file(p) for p in jsonl_files(d) if model_name_from_file(p) in models}

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from arena.style import style_features
+from arena.stats.style import style_features
 
 
 @dataclass
@@ -123,9 +123,9 @@ def bootstrap_ci_coverage(
     Each run draws fresh true strengths theta ~ N(0, 1), simulates battles against the
     baseline (decisive verdicts, strong ones weighted independently of the winner, so the
     weighted win rate estimates sigmoid(theta) without bias), and scores them with
-    :func:`arena.ratings.leaderboard`. Returns one row per (run, model): true win rate, CI and
+    :func:`arena.stats.ratings.leaderboard`. Returns one row per (run, model): true win rate, CI and
     whether the CI covers it."""
-    from arena.ratings import leaderboard
+    from arena.stats.ratings import leaderboard
 
     rows = []
     for run in range(n_runs):

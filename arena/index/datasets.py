@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from arena.errors import InputError
-from arena.formats import open_text, read_jsonl
+from arena.io.formats import open_text, read_jsonl
 
 MULTILINGUAL_LANGUAGES = ("es", "bn", "de", "ja", "en", "zh", "sw", "fr")
 # openai/MMMLU configs for the languages (English is the original MMLU test set).

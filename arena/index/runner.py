@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from arena.configfile import read_yaml
+from arena.io.configfile import read_yaml
 from arena.errors import InputError
-from arena.formats import JsonlAppender, read_jsonl, write_jsonl
+from arena.io.formats import JsonlAppender, read_jsonl, write_jsonl
 from arena.index.datasets import MULTILINGUAL_LANGUAGES, EvalItem, load_eval
 from arena.index.graders.choice import ChoiceExtractor
 from arena.index.graders.code import SciCodeStepCheck, extract_code, lcb_program, scicode_program

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from arena.configfile import read_yaml, validation_error
+from arena.io.configfile import read_yaml, validation_error
 from arena.errors import InputError
 
 

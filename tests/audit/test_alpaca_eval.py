@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena.alpaca_eval import SOFT_KEY, read_annotations, soft_battles, to_judgments, write_judgment_dir
+from arena.io.alpaca_eval import SOFT_KEY, read_annotations, soft_battles, to_judgments, write_judgment_dir
 from arena.cli import app
 from arena.errors import InputError
-from arena.formats import read_judgments
-from arena.ratings import leaderboard
+from arena.io.formats import read_judgments
+from arena.stats.ratings import leaderboard
 
 
 def _rows():

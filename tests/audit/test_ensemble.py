@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.ensemble import combine_judges, leave_one_judge_out
-from arena.formats import Game, Judgment
-from arena.ratings import battles_from_judgments, leaderboard
+from arena.stats.ensemble import combine_judges, leave_one_judge_out
+from arena.io.formats import Game, Judgment
+from arena.stats.ratings import battles_from_judgments, leaderboard
 
 
 def _j(judge, q, model, g1, g2):

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from arena.audit import judges as ja
 from arena.cli import app
-from arena.formats import Game, Judgment
-from arena.ratings import battles_from_judgments
+from arena.io.formats import Game, Judgment
+from arena.stats.ratings import battles_from_judgments
 
 
 def _judgments(judge, pick, n_q=300, models=("m1", "m2"), seed=0):
@@ -120,7 +120,7 @@ def test_audit_judges_cli_on_real_files(shared_data, tmp_path):
 
 
 def test_cli_repeated_runs_human_labels_and_bad_human_file(tmp_path):
-    from arena.formats import write_jsonl
+    from arena.io.formats import write_jsonl
 
     run1 = _judgments("j", fair, n_q=100, models=("m",), seed=3)
     run2 = _judgments("j", fair, n_q=100, models=("m",), seed=4)

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from arena.audit.io import read_scores
 from arena.cli import app
-from arena.formats import Answer, Game, Judgment, write_jsonl
+from arena.io.formats import Answer, Game, Judgment, write_jsonl
 
 
 def _write_bench(root, n_q=150, seed=0):

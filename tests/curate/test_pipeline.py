@@ -36,7 +36,7 @@ def _cli(*args, cwd=ROOT, timeout=900):
 
 @pytest.mark.slow
 def test_build_sharegpt_through_fake_server_then_arena_answers(shared_data, fake_server, tmp_path):
-    from arena.formats import read_questions
+    from arena.io.formats import read_questions
 
     srv = fake_server({"rules": ANNOTATOR_RULES, "faults": {"429": 0.03, "500": 0.03, "malformed": 0.02}, "retry_after": 0.01})
     out = tmp_path / "run"

@@ -35,7 +35,7 @@ def test_sample_evenly_balances_clusters_and_is_seeded():
 
 
 def test_questions_readable_by_arena(tmp_path):
-    from arena.formats import read_questions
+    from arena.io.formats import read_questions
 
     sel = sample_evenly(cands([3, 3]), 4, np.random.default_rng(0))
     path = write_questions(tmp_path / "question.jsonl", sel, {0: "Topic Zero", 1: "Topic One"}, "bb-test")

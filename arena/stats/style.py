@@ -402,7 +402,7 @@ def style_controlled_leaderboard(
 ) -> StyleControlResult:
     """Style-controlled win rates against ``baseline`` with a prompt-level bootstrap.
 
-    ``battles``: the battle table of :mod:`arena.ratings` (``question_id, model, opponent,
+    ``battles``: the battle table of :mod:`arena.stats.ratings` (``question_id, model, opponent,
     score, weight``); ``features``: one row per battle (same order), e.g. from
     :func:`style_features`. Unparsed games (weight 0) are ignored.
     """

@@ -5,7 +5,7 @@ AlpacaEval compares ``output_2`` (the model, ``generator_2``) with ``output_1`` 
 preferred, 2 = model preferred; the weighted GPT-4-Turbo annotator takes it from log-probs; the
 legacy value 0 means a draw). AlpacaEval 2.0's ``win_rate`` is ``mean(preference - 1) * 100``.
 
-Each annotation becomes one :class:`~arena.formats.Judgment` with a single game in position
+Each annotation becomes one :class:`~arena.io.formats.Judgment` with a single game in position
 order 1 (baseline as assistant A). The game keeps the discrete verdict that the preference
 rounds to (``A>B``, ``A=B``, ``B>A``) so every label-based statistic runs on it, and the exact
 soft value in ``soft_score`` (the model's probability of winning, ``preference - 1``), which
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from arena.errors import InputError
-from arena.formats import Game, Judgment, write_jsonl
+from arena.io.formats import Game, Judgment, write_jsonl
 
 SOFT_KEY = "soft_score"
 
@@ -202,9 +202,9 @@ def write_judgment_dir(judgments: Iterable[Judgment], out_dir: str | Path) -> di
 
 
 def soft_battles(judgments: Iterable[Judgment], baseline: str, *, strong_weight: float = 3.0) -> pd.DataFrame:
-    """The battle table of :func:`arena.ratings.battles_from_judgments`, with a game's
+    """The battle table of :func:`arena.stats.ratings.battles_from_judgments`, with a game's
     ``soft_score`` (when present) as its score at weight 1."""
-    from arena.ratings import battles_from_judgments
+    from arena.stats.ratings import battles_from_judgments
 
     judgments = list(judgments)
     battles = battles_from_judgments(judgments, baseline, strong_weight=strong_weight)

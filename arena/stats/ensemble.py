@@ -1,6 +1,6 @@
 """Ensembles of LLM judges (several judges' verdicts on the same games).
 
-Three ways to combine, all producing a battle table of :mod:`arena.ratings` so the usual
+Three ways to combine, all producing a battle table of :mod:`arena.stats.ratings` so the usual
 leaderboard and bootstrap apply:
 
 * ``pool``: every judge's battles count, side by side (arena-hard's way of using two judges);

@@ -18,7 +18,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from arena.formats import Judgment
+from arena.io.formats import Judgment
 
 # Score of the model (not the baseline) for each label, by the position the model held.
 _MODEL_SCORE_AS_B = {"A>>B": 0.0, "A>B": 0.0, "A=B": 0.5, "B>A": 1.0, "B>>A": 1.0}

@@ -1,0 +1,1 @@
+"""Reading and writing files: arena-hard formats, JSONL, config files, imports."""

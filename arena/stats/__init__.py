@@ -1,0 +1,1 @@
+"""Statistics: Bradley-Terry, bootstrap, style control, ensembles, style features."""
