@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from arena.io.formats import Answer, JsonlAppender, Question, read_answer_file
+from arena.io.formats import Answer, Question, read_answer_file
+from arena.io.jsonl import JsonlAppender
 from arena.llm.client import ChatRequest, ChatResult, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.stats.markdown_stats import answer_metadata
 from arena.prompts import Template
+from arena.provenance import endpoint_record
 
 STAGE = "answers"
 
@@ -59,7 +61,14 @@ async def _answer_one(client: LLMClient, model: str, q: Question, system: Templa
     return results, texts
 
 
-def answer_record(model: str, q: Question, results: list[ChatResult], texts: list[str]) -> dict:
+def answer_provenance(client: LLMClient, model: str, system: Template | None, params: dict) -> dict:
+    """What made these answers: the endpoint (model, base_url, effective params; no key) and
+    the system prompt's version. Judgments hash the answer text itself, so a regenerated
+    answer is noticed even where this is missing."""
+    return {"endpoint": endpoint_record(client.endpoint(model), params), "template_version": system.version if system else ""}
+
+
+def answer_record(model: str, q: Question, results: list[ChatResult], texts: list[str], provenance: dict | None = None) -> dict:
     turns = []
     for res, text in zip(results, texts):
         turns.append({"content": text, "token_len": res.completion_tokens or answer_metadata(text, None)["token_len"]})
@@ -79,11 +88,12 @@ def answer_record(model: str, q: Question, results: list[ChatResult], texts: lis
             "reasoning_tokens": sum(r.reasoning_tokens for r in results),
             "cost": sum(r.cost for r in results),
         },
+        **({"provenance": provenance} if provenance is not None else {}),
     }
 
 
 def pending_questions(path: Path, questions: Sequence[Question]) -> tuple[list[Question], int]:
-    done = set(read_answer_file(path)) if path.exists() and path.stat().st_size else set()
+    done = set(read_answer_file(path, allow_empty=True, torn_tail="skip")) if path.exists() and path.stat().st_size else set()
     todo = [q for q in questions if q.question_id not in done]
     return todo, len(questions) - len(todo)
 
@@ -118,12 +128,13 @@ async def generate_answers(
         todo, done = pending_questions(path, questions)
         rep = AnswerReport(model=m, done_before=done)
         reports.append(rep)
+        prov = answer_provenance(client, m, system, params)
 
-        async def run(q: Question, m: str = m, rep: AnswerReport = rep) -> None:
+        async def run(q: Question, m: str = m, rep: AnswerReport = rep, prov: dict = prov) -> None:
             results, texts = await _answer_one(client, m, q, system, params)
             ok = bool(results) and results[-1].ok and len(texts) == len(q.turns)
             if ok:
-                writers[m].append(answer_record(m, q, results, texts))
+                writers[m].append(answer_record(m, q, results, texts, prov))
                 rep.written += 1
             else:
                 rep.failed += 1
@@ -141,4 +152,4 @@ async def generate_answers(
 
 
 def answers_by_model(answer_dir: Path, models: Sequence[str]) -> dict[str, dict[str, Answer]]:
-    return {m: read_answer_file(answer_dir / f"{m}.jsonl", model=m) for m in models if (answer_dir / f"{m}.jsonl").exists()}
+    return {m: read_answer_file(answer_dir / f"{m}.jsonl", model=m, allow_empty=True, torn_tail="skip") for m in models if (answer_dir / f"{m}.jsonl").exists()}

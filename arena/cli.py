@@ -150,6 +150,7 @@ def _do_judge(cfg, client, dry_run: bool, retry_failed: bool):
         reports = asyncio.run(_with_close(client, judge_models(
             client, j.endpoint, tpl, questions, answers, models, j.baseline, cfg.judgment_dir(),
             params=j.params, reask=j.reask, reask_params=j.reask_params, retry_failed=retry_failed, on_progress=tick,
+            notice=lambda line: console.print(line, markup=False, highlight=False),
         )))
     for r in reports:
         console.print(
@@ -221,10 +222,18 @@ def _run_stages(config: Path, dry_run: bool, retry_failed: bool, answers: bool, 
                     est.merge(_do_judge(cfg, client, True, retry_failed))
                 _print_estimate(est)
                 return
-            if answers:
-                _do_answers(cfg, client, False)
-            if judge:
-                _do_judge(cfg, client, False, retry_failed)
+            from arena.provenance import now, write_run_log
+
+            started, status = now(), "failed"
+            try:
+                if answers:
+                    _do_answers(cfg, client, False)
+                if judge:
+                    _do_judge(cfg, client, False, retry_failed)
+                status = "ok"
+            finally:  # a failed run is logged too, with what it spent
+                stages = [n for n, on in (("answers", answers), ("judge", judge)) if on]
+                write_run_log(cfg, client, command=" ".join(stages) + (" --retry-failed" if retry_failed else ""), stages=stages, started=started, status=status)
             _print_usage(client)
         if leaderboard:
             s = cfg.show

@@ -10,12 +10,16 @@ v0.1 schema, one record per prompt, appended as soon as both games are done).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from arena.errors import InputError
-from arena.io.formats import Answer, Game, Judgment, JsonlAppender, Question, read_answer_file, read_judgment_file, write_jsonl
+from arena.io.formats import Answer, Game, Judgment, Question, read_answer_file, read_judgment_file
+from arena.io.jsonl import JsonlAppender, write_jsonl
+from arena.provenance import endpoint_record, judgment_provenance, stale_reasons
 from arena.llm.client import ChatRequest, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.prompts import Template, load_template
@@ -50,6 +54,16 @@ class JudgeReport:
     failed: int = 0
     reasked: int = 0
     missing_answers: int = 0
+    stale: int = 0  # records whose answers, question, judge or template changed: judged again
+    stale_reasons: Counter = field(default_factory=Counter)
+    unknown_provenance: int = 0  # kept as they are (see arena/provenance.py)
+    duplicates_removed: int = 0  # extra records for one prompt, left by a killed run
+
+    def stale_note(self) -> str | None:
+        if not self.stale:
+            return None
+        why = ", ".join(f"{r}" if n == self.stale else f"{r}: {n}" for r, n in self.stale_reasons.most_common())
+        return f"{self.model}: re-judging {self.stale} stale judgments ({why})"
 
 
 def game_request(judge: str, tpl: JudgeTemplates, question: str, answer_a: str, answer_b: str, params: Mapping) -> ChatRequest:
@@ -100,18 +114,28 @@ def load_judge_answers(questions: Sequence[Question], answer_dir: Path, models: 
         if not path.exists():
             who = f"the baseline '{m}'" if m == baseline else f"model '{m}'"
             raise InputError(f"no answers for {who} (expected this file)", path=str(path))
-        out[m] = read_answer_file(path, model=m, question_ids=qids)
+        out[m] = read_answer_file(path, model=m, question_ids=qids, torn_tail="skip")
     return out
 
 
-def _pending(path: Path, retry_failed: bool) -> tuple[dict[str, Judgment], set[str]]:
-    """Existing records by question id, and the ids to (re)do."""
-    existing: dict[str, Judgment] = {}
-    if path.exists() and path.stat().st_size:
-        for j in read_judgment_file(path):
-            existing[j.question_id] = j  # last record wins
-    redo = {qid for qid, j in existing.items() if retry_failed and any(g.status == "failed" for g in j.games)}
-    return existing, redo
+def _existing(path: Path) -> tuple[list[Judgment], dict[str, Judgment]]:
+    """Every record of a judgment file in file order, and the newest per question id.
+
+    A torn last line (a kill mid-append) is left out; the appender cuts it before writing."""
+    if not path.exists() or not path.stat().st_size:
+        return [], {}
+    records = read_judgment_file(path, torn_tail="skip")
+    latest: dict[str, Judgment] = {}
+    for j in records:
+        latest[j.question_id] = j  # later lines are newer: the one duplicate policy
+    return records, latest
+
+
+def compact_judgments(path: Path, latest: Mapping[str, Judgment], order: Sequence[str]) -> int:
+    """Rewrite ``path`` atomically with one record per prompt (question order, then any others)."""
+    rank = {qid: i for i, qid in enumerate(order)}
+    recs = sorted(latest.values(), key=lambda j: rank.get(j.question_id, len(rank)))
+    return write_jsonl(path, (j.to_v01() for j in recs))
 
 
 def build_games(judge: str, tpl: JudgeTemplates, q: Question, base: Answer, ans: Answer, params: Mapping) -> list[ChatRequest]:
@@ -149,56 +173,91 @@ async def judge_models(
     reask_params: Mapping | None = None,
     retry_failed: bool = False,
     on_progress: Callable[[str, Judgment], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> list[JudgeReport]:
-    """Judge each model against ``baseline`` on every question both have answered."""
+    """Judge each model against ``baseline`` on every question both have answered.
+
+    Resume: a prompt with a record is skipped unless the record is stale (its provenance
+    differs from what judging now would use) or, with ``retry_failed``, has a failed game.
+    Duplicates left by a killed run are compacted away (atomically) before anything is
+    appended, and the file is compacted again after re-judging, so each prompt keeps one
+    record. ``notice`` receives one line per model about stale or duplicate records."""
     params = dict(params or {})
     if baseline not in answers:
         raise InputError(f"no answers for the baseline '{baseline}'", field="judge.baseline")
+    judge_ep = endpoint_record(client.endpoint(judge), params)
+    reask_version = tpl.reask.version if reask else None
+    qorder = [q.question_id for q in questions]
     reports: list[JudgeReport] = []
     tasks = []
     writers: dict[str, JsonlAppender] = {}
-    rewrite: dict[str, dict[str, Judgment]] = {}
+    latest_by_model: dict[str, dict[str, Judgment]] = {}
+    rewrite: set[str] = set()
     base_answers = answers[baseline]
-    for m in models:
-        path = out_dir / f"{m}.jsonl"
-        writers[m] = JsonlAppender(path)
-        existing, redo = _pending(path, retry_failed)
-        if redo:
-            rewrite[m] = existing
-        rep = JudgeReport(model=m, done_before=len(existing) - len(redo))
-        reports.append(rep)
-        for q in questions:
-            if q.question_id in existing and q.question_id not in redo:
-                continue
-            a, b = answers.get(m, {}).get(q.question_id), base_answers.get(q.question_id)
-            if a is None or b is None:
-                rep.missing_answers += 1
-                continue
-
-            async def run(q: Question = q, a: Answer = a, b: Answer = b, m: str = m, rep: JudgeReport = rep) -> None:
-                quoted = (q.prompt, a.text, b.text)
-                g1, g2 = await asyncio.gather(*(play_game(client, r, tpl, quoted, reask, reask_params) for r in build_games(judge, tpl, q, b, a, params)))
-                j = Judgment(question_id=q.question_id, model=m, judge=judge, games=[g1, g2], baseline=baseline, category=q.category)
-                writers[m].append(j.to_v01())
-                if m in rewrite:
-                    rewrite[m][q.question_id] = j
-                rep.judged += 1
-                for g in (g1, g2):
-                    rep.games += 1
-                    rep.unparsed += g.status in ("unparsed", "conflict")
-                    rep.failed += g.status == "failed"
-                    rep.reasked += bool(g.extra.get("reasked"))
-                if on_progress:
-                    on_progress(m, j)
-
-            tasks.append(run())
     try:
+        for m in models:
+            path = out_dir / f"{m}.jsonl"
+            records, latest = _existing(path)
+            rep = JudgeReport(model=m, duplicates_removed=len(records) - len(latest))
+            if rep.duplicates_removed:
+                compact_judgments(path, latest, qorder)
+                if notice:
+                    notice(f"{m}: removed {rep.duplicates_removed} duplicate judgment records (one per prompt kept, the newest)")
+            writers[m] = JsonlAppender(path)
+            latest_by_model[m] = latest
+            reports.append(rep)
+            for q in questions:
+                a, b = answers.get(m, {}).get(q.question_id), base_answers.get(q.question_id)
+                prev = latest.get(q.question_id)
+                prov = None
+                if a is not None and b is not None:
+                    prov = judgment_provenance(question=q, model_answer=a, baseline_answer=b, judge_endpoint=judge_ep,
+                                               template_version=tpl.version, reask_version=reask_version)
+                if prev is not None:
+                    if prev.provenance is None:
+                        rep.unknown_provenance += 1
+                    why = stale_reasons(prev.provenance, prov) if prov is not None else []
+                    failed = retry_failed and any(g.status == "failed" for g in prev.games)
+                    if why:
+                        rep.stale += 1
+                        rep.stale_reasons.update(why)
+                    elif not failed:
+                        rep.done_before += 1
+                        continue
+                if prov is None:
+                    rep.missing_answers += 1
+                    continue
+                if prev is not None:
+                    rewrite.add(m)
+
+                async def run(q: Question = q, a: Answer = a, b: Answer = b, m: str = m, rep: JudgeReport = rep, prov: dict = prov) -> None:
+                    quoted = (q.prompt, a.text, b.text)
+                    g1, g2 = await asyncio.gather(*(play_game(client, r, tpl, quoted, reask, reask_params) for r in build_games(judge, tpl, q, b, a, params)))
+                    j = Judgment(question_id=q.question_id, model=m, judge=judge, games=[g1, g2], baseline=baseline, category=q.category,
+                                 provenance=prov, tstamp=time.time())
+                    writers[m].append(j.to_v01())
+                    latest_by_model[m][q.question_id] = j
+                    rep.judged += 1
+                    for g in (g1, g2):
+                        rep.games += 1
+                        rep.unparsed += g.status in ("unparsed", "conflict")
+                        rep.failed += g.status == "failed"
+                        rep.reasked += bool(g.extra.get("reasked"))
+                    if on_progress:
+                        on_progress(m, j)
+
+                tasks.append(run())
+            note = rep.stale_note()
+            if note and notice:
+                notice(note)
+            if rep.unknown_provenance and notice:
+                notice(f"{m}: kept {rep.unknown_provenance} judgments of unknown provenance (written before provenance was recorded, "
+                       "or imported); delete them to re-judge")
         await asyncio.gather(*tasks)
     finally:
         for w in writers.values():
             w.close()
-    # Re-judged prompts were appended; keep one record per prompt, in question order.
-    order = {q.question_id: i for i, q in enumerate(questions)}
-    for m, recs in rewrite.items():
-        write_jsonl(out_dir / f"{m}.jsonl", (j.to_v01() for j in sorted(recs.values(), key=lambda j: order.get(j.question_id, 1 << 30))))
+    # Re-judged prompts were appended after their old records; keep one record per prompt.
+    for m in rewrite:
+        compact_judgments(out_dir / f"{m}.jsonl", latest_by_model[m], qorder)
     return reports

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from arena.errors import InputError
-from arena.io.formats import Judgment, read_answers, read_judgments
+from arena.io.formats import Judgment, latest_judgments, read_answers, read_judgments
 from arena.stats.ratings import Leaderboard, average_tokens, battles_from_judgments, leaderboard
 
 
@@ -32,10 +32,12 @@ def locate_answer_dir(judgment_dir: Path) -> Path | None:
 
 
 def load_judgments(dirs: Sequence[Path]) -> list[Judgment]:
+    """Judgments from every directory, one record per game key (the newest): the same
+    directory given twice, or a record left twice by a killed run, never counts twice."""
     out: list[Judgment] = []
     for d in dirs:
         out.extend(read_judgments(d))
-    return out
+    return latest_judgments(out)
 
 
 def compute_leaderboard(judgments: Sequence[Judgment], opts: ShowOptions, answer_dirs: Sequence[Path] = ()) -> Leaderboard:
@@ -47,7 +49,7 @@ def compute_leaderboard(judgments: Sequence[Judgment], opts: ShowOptions, answer
         raise InputError(f"baseline '{opts.baseline}' appears in no judgment (opponents found: {', '.join(sorted(opponents))})", field="--baseline")
     tokens: dict[str, float] = {}
     for d in answer_dirs:
-        tokens.update(average_tokens(read_answers(d)))
+        tokens.update(average_tokens(read_answers(d, allow_empty=True)))
     return leaderboard(battles, opts.baseline, n_bootstrap=opts.n_bootstrap, ci=opts.ci, rng=np.random.default_rng(opts.seed), avg_tokens=tokens)
 
 

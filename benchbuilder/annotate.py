@@ -15,8 +15,6 @@ record twice. Failures (API errors after retries) and malformed answers (no pars
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from arena.errors import InputError
+from arena.io.jsonl import JsonlAppender, read_jsonl, write_jsonl
 from arena.prompts import Template, load_template
 
 CRITERIA = (
@@ -119,40 +118,25 @@ def annotation_from_result(res: Any, stage: str) -> Annotation:
 
 
 def load_annotations(path: str | Path) -> dict[str, Annotation]:
-    """Last record per prompt. A torn final line (the process was killed mid-write) is cut
-    off the file so the next append starts on a clean line; a corrupt line elsewhere is an
-    :class:`InputError` naming file and line."""
+    """Last record per prompt (the newest wins). Reading never changes the file: a torn final
+    line (a kill mid-write) is left out here and cut off only by the next append; a corrupt
+    line elsewhere is an :class:`InputError` naming file and line."""
     path = Path(path)
     if not path.exists():
         return {}
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as f:
-            f.truncate(cut)
-        data = data[:cut]
     out: dict[str, Annotation] = {}
-    for i, line in enumerate(data.decode("utf-8").split("\n"), 1):
-        if not line.strip():
-            continue
+    for i, rec in read_jsonl(path, torn_tail="skip"):
         try:
-            rec = json.loads(line)
             out[str(rec["source_id"])] = Annotation(**rec)
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             raise InputError(f"corrupt annotation record: {exc}", path=str(path), line=i) from None
     return out
 
 
 def _compact(path: Path, records: Mapping[str, Annotation]) -> None:
-    """Rewrite the log with one line per prompt (atomic rename), after retries appended newer
+    """Rewrite the log with one line per prompt (atomically), after retries appended newer
     records for the same prompt."""
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for a in records.values():
-            f.write(json.dumps(a.to_dict()) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_jsonl(path, (a.to_dict() for a in records.values()))
 
 
 @dataclass
@@ -185,12 +169,11 @@ class Annotator:
         self.requests_ = len(reqs)
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
         if reqs:
-            with open(self.out_path, "a", encoding="utf-8") as f:
+            with JsonlAppender(self.out_path) as f:  # cuts a torn tail left by a kill
 
                 def on_result(res: Any) -> None:
                     a = annotation_from_result(res, self.stage.name)
-                    f.write(json.dumps(a.to_dict()) + "\n")
-                    f.flush()
+                    f.append(a.to_dict())
                     done[a.source_id] = a
 
                 await self.client.chat_many(reqs, on_result=on_result, progress=progress)

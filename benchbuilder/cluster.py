@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from arena.io.jsonl import read_jsonl, write_json, write_jsonl
+
 import numpy as np
 import pandas as pd
 
@@ -376,15 +378,13 @@ def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, l
     """Persist ``clusters.jsonl`` (one line per prompt) and ``topics.json`` beside it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for sid, t in zip(ids, topics):
-            f.write(json.dumps({"source_id": sid, "cluster": int(t), "label": labels.get(int(t), "")}) + "\n")
+    write_jsonl(path, ({"source_id": sid, "cluster": int(t), "label": labels.get(int(t), "")} for sid, t in zip(ids, topics)))
     meta = {"labels": {str(k): v for k, v in labels.items()}, "keywords": {str(k): v for k, v in keywords.items()}}
     if stats is not None:
         meta["stats"] = stats.to_dict()
     if examples is not None:  # representative prompts (nearest the topic centroid), shortened
         meta["examples"] = {str(k): [" ".join(e.split())[:300] for e in v] for k, v in examples.items()}
-    path.with_name("topics.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    write_json(path.with_name("topics.json"), meta)
 
 
 def load_assignments(path: str | Path) -> tuple[dict[str, int], dict[int, str]]:
@@ -392,15 +392,14 @@ def load_assignments(path: str | Path) -> tuple[dict[str, int], dict[int, str]]:
 
     path = Path(path)
     assign: dict[str, int] = {}
+    if not path.exists():
+        raise InputError("cannot read: No such file or directory", path=str(path))
+    for i, rec in read_jsonl(path):
+        try:
+            assign[str(rec["source_id"])] = int(rec["cluster"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"bad cluster record: {exc}", path=str(path), line=i) from None
     try:
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        rec = json.loads(line)
-                        assign[str(rec["source_id"])] = int(rec["cluster"])
-                    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                        raise InputError(f"bad cluster record: {exc}", path=str(path), line=i) from None
         meta = json.loads(path.with_name("topics.json").read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(exc.filename or path)) from None

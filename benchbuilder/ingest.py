@@ -15,8 +15,6 @@ silently; a file that cannot be read, or a field mapping that matches nothing, i
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping
 
 from arena.errors import InputError
+from arena.io.jsonl import open_text, read_jsonl
 
 # Prompts above this are almost always pasted logs or data dumps, and break embedders.
 DEFAULT_MAX_BYTES = 1_000_000
@@ -105,10 +104,7 @@ class IngestOptions:
 
 
 # --------------------------------------------------------------------------- raw rows
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+_open_text = open_text  # the project's one text opener (gzip-aware, keeps U+2028 inside lines)
 
 
 def _detect_format(path: Path) -> str:
@@ -138,15 +134,8 @@ def iter_rows(source: str | Path, opts: IngestOptions) -> Iterator[tuple[int, An
         return
     try:
         if fmt == "jsonl":
-            with _open_text(path) as f:
-                # Split on "\n" only: prompts may contain U+2028, which str.splitlines() treats as a break.
-                for i, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        yield i, json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=str(path), line=i) from None
+            # Rows of any JSON type: a non-object row is dropped later with its reason.
+            yield from read_jsonl(path, objects_only=False)
         elif fmt == "json":
             with _open_text(path) as f:
                 try:
@@ -283,15 +272,24 @@ def extract_prompt(row: Any, opts: IngestOptions, *, source: str, line: int) -> 
     return joined[: opts.max_chars], len(texts)
 
 
+def _id_value(v: Any, source: str, line: int, field_name: str) -> str:
+    """Ids are strings or integers: a list, object, bool or float made into a string would
+    collide or match nothing, so it is an error naming the field."""
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        kind = {bool: "a boolean", float: "a float", list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
+        raise InputError(f"id must be a string or an integer, got {kind}", path=source, line=line, field=field_name)
+    return str(v)
+
+
 def _row_id(row: Any, opts: IngestOptions, source: str, line: int) -> str:
     if isinstance(row, Mapping):
         if opts.fields.id:
             if opts.fields.id not in row:
                 raise InputError("id field not found", path=source, line=line, field=opts.fields.id)
-            return str(row[opts.fields.id])
+            return _id_value(row[opts.fields.id], source, line, opts.fields.id)
         for k in AUTO_ID_FIELDS:
             if row.get(k) not in (None, ""):
-                return str(row[k])
+                return _id_value(row[k], source, line, k)
     return f"{Path(source).name}:{line}"
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from arena.errors import InputError
+from arena.io.jsonl import read_jsonl, write_json, write_jsonl
 from benchbuilder.config import BuildConfig
 
 Log = Callable[[str], None]
@@ -105,19 +106,28 @@ class Pipeline:
             filters.append(ExactDedup())
         if c.filters.near_dedup:
             filters.append(MinHashDedup(threshold=c.filters.near_dedup_threshold))
+        if n_read == 0:
+            # A failed run never overwrites earlier outputs with nothing.
+            raise InputError("the input holds no prompts; earlier outputs were left as they are", path=", ".join(map(str, c.input.paths)), field="input.paths")
         records = run_filters(records, filters, drops)
+        if not records:
+            raise InputError(f"no prompt survived ingestion ({n_read} read, dropped: {dict(drops.counts())}); earlier outputs were left as they are",
+                             path=", ".join(map(str, c.input.paths)), field="input.paths")
         self.out.mkdir(parents=True, exist_ok=True)
-        _write_jsonl(self.out / "prompts.jsonl", [r.to_dict() for r in records])
-        _write_jsonl(self.out / "drops.jsonl", [d.to_dict() for d in drops.drops])
+        write_jsonl(self.out / "prompts.jsonl", (r.to_dict() for r in records))
+        write_jsonl(self.out / "drops.jsonl", (d.to_dict() for d in drops.drops))
         summary = {"read": n_read, "kept": len(records), "dropped": drops.counts()}
-        (self.out / "ingest.json").write_text(json.dumps(summary, indent=1))
+        write_json(self.out / "ingest.json", summary)
         return summary
 
     def prompts(self) -> dict[str, dict[str, Any]]:
         path = self.out / "prompts.jsonl"
         if not path.exists():
             raise InputError("no prompts yet: run the ingest stage first", path=str(path))
-        return {r["source_id"]: r for r in _read_jsonl(path)}
+        recs = {str(r["source_id"]): r for _, r in read_jsonl(path)}
+        if not recs:
+            raise InputError("no prompts in this file: run the ingest stage again", path=str(path))
+        return recs
 
     def embed(self) -> np.ndarray:
         recs = self.prompts()
@@ -172,7 +182,7 @@ class Pipeline:
 
         asyncio.run(run_all())
         summary["survivors"] = alive
-        (self.out / "annotation.json").write_text(json.dumps(summary, indent=1))
+        write_json(self.out / "annotation.json", summary)
         client.ledger.to_frame().to_csv(self.out / "usage.csv", index=False)
         summary["usage"] = client.ledger.to_frame()
         return summary
@@ -236,21 +246,3 @@ class Pipeline:
         out["questions"] = self.select()
         out["report"] = self.report()
         return out
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
-def _read_jsonl(path: Path):
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=i) from None

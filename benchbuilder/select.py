@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from arena.errors import InputError
+from arena.io.jsonl import write_jsonl
 
 
 @dataclass
@@ -71,11 +73,10 @@ def question_record(c: Candidate, labels: Mapping[int, str], category: str) -> d
 
 
 def write_questions(path: str | Path, selected: Sequence[Candidate], labels: Mapping[int, str], category: str = "benchbuilder") -> Path:
+    """Write the selected prompts atomically; an empty selection is an error, never an empty
+    file over an earlier one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for c in selected:
-            f.write(json.dumps(question_record(c, labels, category), ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    if not selected:
+        raise InputError("no prompt was selected; the earlier question file was left as it was", path=str(path))
+    write_jsonl(path, (question_record(c, labels, category) for c in selected))
     return path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -11,7 +10,7 @@ import pandas as pd
 
 from arena.io.configfile import read_json
 from arena.errors import InputError
-from arena.io.formats import read_jsonl
+from arena.io.jsonl import read_jsonl, write_jsonl
 
 # Column names used by common sources for the CI bounds (Chatbot Arena exports use rating_q025/q975).
 _LOWER_ALIASES = ("lower", "rating_q025", "lower_ci")
@@ -59,13 +58,14 @@ def write_scores(path: str | Path, frame: pd.DataFrame) -> None:
     """Write a scores frame (``model, score, lower, upper`` and optional ``results``) as JSONL."""
     cols = [c for c in ("model", "score", "lower", "upper", "results") if c in frame.columns]
     extra = [c for c in frame.columns if c not in cols]
-    with open(path, "w", encoding="utf-8") as fh:
+    def records():
         for rec in frame[cols + extra].to_dict("records"):
             if "results" in rec and rec["results"] is not None:
                 rec["results"] = [float(v) for v in rec["results"]]
             # NaN (e.g. no bootstrap) becomes null: strict JSON, and read_scores names the field.
-            rec = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rec.items()}
-            fh.write(json.dumps(rec, default=float, allow_nan=False) + "\n")
+            yield {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in rec.items()}
+
+    write_jsonl(path, records())  # atomic: a failed write never leaves half a scores file
 
 
 def _pick(columns: Iterable[str], aliases: tuple[str, ...], path: Path, name: str) -> str:

@@ -17,13 +17,10 @@ as a line break.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Mapping
 
 from arena.errors import InputError
 
@@ -31,104 +28,8 @@ VERDICT_LABELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 
 
 # --------------------------------------------------------------------------- JSONL I/O
-def open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, "r", encoding="utf-8", newline="")
-
-
-def read_jsonl(path: str | Path, *, skip_torn_tail: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)``; blank lines are skipped, bad JSON names file and line.
-
-    ``skip_torn_tail`` ignores a final line without its newline: the mark of a writer killed
-    mid-write, for readers that must not repair the file themselves.
-    """
-    path = Path(path)
-    try:
-        fh = open_text(path)
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror}", path=str(path)) from None
-    with fh:
-        try:
-            text = fh.read()
-        except (OSError, UnicodeDecodeError, EOFError) as exc:
-            raise InputError(f"cannot read: {exc}", path=str(path)) from None
-    lines = text.split("\n")
-    if skip_torn_tail:
-        lines = lines[:-1]  # "" after a final newline, else the torn tail
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path=str(path), line=i) from None
-        if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=str(path), line=i)
-        yield i, obj
-
-
-class JsonlAppender:
-    """Append-only JSONL output that survives ``kill -9``.
-
-    Each record is one ``write`` of one line, flushed at once. On open, a torn last line left by
-    a kill is cut off (its call is in the response cache, so nothing paid for is lost).
-    """
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.repaired = repair_torn_tail(self.path)
-        self._fh = open(self.path, "a", encoding="utf-8")
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __enter__(self) -> "JsonlAppender":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def repair_torn_tail(path: Path) -> bool:
-    """Truncate ``path`` after its last newline if the final line is incomplete."""
-    if not path.exists() or path.stat().st_size == 0:
-        return False
-    with open(path, "rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - 1))
-        if fh.read(1) == b"\n":
-            return False
-        # Walk back to the previous newline.
-        pos = size
-        chunk = 65536
-        while pos > 0:
-            start = max(0, pos - chunk)
-            fh.seek(start)
-            buf = fh.read(pos - start)
-            idx = buf.rfind(b"\n")
-            if idx >= 0:
-                fh.truncate(start + idx + 1)
-                return True
-            pos = start
-        fh.truncate(0)
-        return True
-
-
-def jsonl_files(path: str | Path) -> list[Path]:
-    """A file, or every ``*.jsonl``/``*.jsonl.gz`` directly inside a directory, sorted."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise InputError("no such file or directory", path=str(path))
-    return sorted(p for p in path.iterdir() if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz")))
+# One JSONL module for the project (arena/io/jsonl.py); re-exported here for older imports.
+from arena.io.jsonl import JsonlAppender, jsonl_files, newest_per_key, open_text, read_jsonl, repair_torn_tail, write_jsonl  # noqa: E402,F401
 
 
 def model_name_from_file(path: Path) -> str:
@@ -169,6 +70,7 @@ class Answer:
     token_len: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     tstamp: float | None = None
+    provenance: dict[str, Any] | None = None  # endpoint, params, template version (None: unknown)
 
     def to_v01(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -180,6 +82,8 @@ class Answer:
         }
         if self.metadata:
             rec["conv_metadata"] = self.metadata
+        if self.provenance is not None:
+            rec["provenance"] = self.provenance
         return rec
 
 
@@ -208,6 +112,15 @@ class Judgment:
     baseline: str | None = None
     category: str | None = None
     source: str | None = None  # file:line it came from
+    # What was judged, by whom, with which template (see arena/provenance.py); None for
+    # records written before provenance existed or imported from arena-hard-auto.
+    provenance: dict[str, Any] | None = None
+    tstamp: float | None = None
+
+    @property
+    def game_key(self) -> tuple[str, str, str, str]:
+        """The identity of one prompt's pair of games: one record per key survives reading."""
+        return (self.judge, self.model, self.baseline or "", self.question_id)
 
     def to_v01(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -220,6 +133,10 @@ class Judgment:
             rec["baseline"] = self.baseline
         if self.category is not None:
             rec["category"] = self.category
+        if self.tstamp is not None:
+            rec["tstamp"] = self.tstamp
+        if self.provenance is not None:
+            rec["provenance"] = self.provenance
         return rec
 
 
@@ -241,9 +158,17 @@ def _content_text(content: Any) -> str | None:
 
 
 def _require_id(rec: Mapping[str, Any], path: Path, line: int) -> str:
+    """The question id as a string. Only strings and integers are ids: a list, object, bool
+    or float turned into a string would silently match nothing (or the wrong thing)."""
     for k in ("question_id", "uid"):
         if k in rec and rec[k] not in (None, ""):
-            return str(rec[k])
+            v = rec[k]
+            if isinstance(v, bool) or not isinstance(v, (str, int)):
+                kind = {bool: "a boolean", float: "a float", list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
+                raise InputError(f"question id must be a string or an integer, got {kind}", path=str(path), line=line, field=k)
+            if isinstance(v, str) and not v.strip():
+                raise InputError("question id is blank", path=str(path), line=line, field=k)
+            return str(v)
     raise InputError("missing question id ('question_id' in v0.1, 'uid' in v2.0)", path=str(path), line=line, field="question_id")
 
 
@@ -328,30 +253,36 @@ def parse_answer(rec: Mapping[str, Any], path: Path, line: int, model: str | Non
         text=text,
         answer_id=rec.get("answer_id") or rec.get("ans_id"),
         token_len=token_len,
-        metadata=dict(metadata),
+        metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
         tstamp=rec.get("tstamp"),
+        provenance=rec["provenance"] if isinstance(rec.get("provenance"), Mapping) else None,
     )
 
 
-def read_answer_file(path: str | Path, model: str | None = None, *, question_ids: set[str] | None = None) -> dict[str, Answer]:
+def read_answer_file(path: str | Path, model: str | None = None, *, question_ids: set[str] | None = None,
+                     allow_empty: bool = False, torn_tail: str = "skip") -> dict[str, Answer]:
     """One model's answers keyed by question id. The model name is the file name, as in
-    arena-hard-auto. A repeated question id keeps the first record (a resumed run never
-    writes one twice). With ``question_ids``, an answer to any other question is an error."""
+    arena-hard-auto. A repeated question id keeps the newest record (the later line): the
+    project's one duplicate policy. With ``question_ids``, an answer to any other question
+    is an error; a file with no answers is an error unless ``allow_empty``. A torn last line
+    (an answer run killed mid-append) is left out."""
     path = Path(path)
     model = model or model_name_from_file(path)
     out: dict[str, Answer] = {}
-    for line, rec in read_jsonl(path):
+    for line, rec in read_jsonl(path, torn_tail=torn_tail):  # type: ignore[arg-type]
         a = parse_answer(rec, path, line, model)
         if question_ids is not None and a.question_id not in question_ids:
             raise InputError(f"answer to question '{a.question_id}', which is not in the question file", path=str(path), line=line, field="question_id")
         a.model = model
-        out.setdefault(a.question_id, a)
+        out[a.question_id] = a
+    if not out and not allow_empty:
+        raise InputError("no answers in this file", path=str(path))
     return out
 
 
-def read_answers(path: str | Path) -> dict[str, dict[str, Answer]]:
+def read_answers(path: str | Path, *, allow_empty: bool = False) -> dict[str, dict[str, Answer]]:
     """``{model: {question_id: Answer}}`` from a directory of answer files (or one file)."""
-    return {model_name_from_file(p): read_answer_file(p) for p in jsonl_files(path)}
+    return {model_name_from_file(p): read_answer_file(p, allow_empty=allow_empty) for p in jsonl_files(path)}
 
 
 def parse_judgment(rec: Mapping[str, Any], path: Path, line: int, model: str | None = None, judge: str | None = None) -> Judgment:
@@ -379,6 +310,8 @@ def parse_judgment(rec: Mapping[str, Any], path: Path, line: int, model: str | N
     m = rec.get("model") or model
     if not m:
         raise InputError("missing model name", path=str(path), line=line, field="model")
+    prov = rec.get("provenance")
+    tstamp = rec.get("tstamp")
     return Judgment(
         question_id=qid,
         model=str(m),
@@ -387,12 +320,35 @@ def parse_judgment(rec: Mapping[str, Any], path: Path, line: int, model: str | N
         baseline=rec.get("baseline"),
         category=rec.get("category"),
         source=f"{path}:{line}",
+        provenance=dict(prov) if isinstance(prov, Mapping) else None,
+        tstamp=float(tstamp) if isinstance(tstamp, (int, float)) and not isinstance(tstamp, bool) else None,
     )
 
 
-def read_judgment_file(path: str | Path, judge: str | None = None) -> list[Judgment]:
+def latest_judgments(judgments: Iterable[Judgment]) -> list[Judgment]:
+    """One record per game key (judge, model, baseline, question), the newest winning.
+
+    Newest means the later record in reading order (a resumed or re-judged prompt is appended
+    after the record it replaces); records that both carry ``tstamp`` are ordered by it, so
+    files merged out of order still resolve to the newer judgment. Every reader that counts
+    games (show, audits, ensembles, reports) goes through this, so a duplicate left by a
+    kill can never count twice."""
+    latest: dict[tuple, Judgment] = {}
+    for j in judgments:
+        k = j.game_key
+        prev = latest.get(k)
+        if prev is not None and prev.tstamp is not None and j.tstamp is not None and j.tstamp < prev.tstamp:
+            continue
+        latest[k] = j
+    return list(latest.values())
+
+
+def read_judgment_file(path: str | Path, judge: str | None = None, *, torn_tail: str = "skip") -> list[Judgment]:
+    """Every record of one judgment file, in file order (duplicates included; see
+    :func:`latest_judgments`). A torn last line (a judge killed mid-append) is a judgment that
+    was never completed, so it is left out rather than failing the whole read."""
     path = Path(path)
-    return [parse_judgment(rec, path, line, model_name_from_file(path), judge) for line, rec in read_jsonl(path)]
+    return [parse_judgment(rec, path, line, model_name_from_file(path), judge) for line, rec in read_jsonl(path, torn_tail=torn_tail)]  # type: ignore[arg-type]
 
 
 def read_judgments(path: str | Path) -> list[Judgment]:
@@ -400,7 +356,7 @@ def read_judgments(path: str | Path) -> list[Judgment]:
     (``model_judgment/<judge>/<model>.jsonl``)."""
     path = Path(path)
     if path.is_file():
-        return read_judgment_file(path)
+        return latest_judgments(read_judgment_file(path))
     if not path.is_dir():
         raise InputError("no such file or directory", path=str(path))
     out: list[Judgment] = []
@@ -411,15 +367,4 @@ def read_judgments(path: str | Path) -> list[Judgment]:
             out.extend(read_judgment_file(p, judge=sub.name))
     if not out:
         raise InputError("no judgment files (*.jsonl) found", path=str(path))
-    return out
-
-
-def write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Write a whole file atomically (temp file + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    return latest_judgments(out)

@@ -33,6 +33,9 @@ def combine_judges(battles: pd.DataFrame, mode: Mode = "pool", *, min_judges: in
         raise ValueError(f"unknown ensemble mode {mode!r} (pool, mean, majority)")
     if split not in ("tie", "drop"):
         raise ValueError("split must be 'tie' or 'drop'")
+    # One record per game and judge, the newest (last) winning: the project's duplicate
+    # policy, also applied here for battle tables built outside the file readers.
+    battles = battles.drop_duplicates(subset=[*GAME_KEY, "judge"], keep="last")
     parsed = battles["weight"] > 0
     n_judges = battles[parsed].groupby(GAME_KEY)["judge"].nunique().rename("n_judges")
     b = battles.join(n_judges, on=GAME_KEY)
