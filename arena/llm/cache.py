@@ -4,7 +4,9 @@ Each row is keyed by a hash of everything that determines an answer: the endpoin
 model, the messages, the sampling params, the prompt-template version and a repeat index.
 A rerun therefore costs no calls, and a changed prompt never gets a stale answer.
 Failures are stored with ``status='failed'`` so they are visible and can be re-asked, but
-they are never returned as answers.
+they are never returned as answers. A reply that arrived but that its caller could not use
+(an unparseable judge verdict, say) is kept as ``status='ok'`` with ``rejected`` set to the
+reason: it is still served on resume (it was paid for), and ``--retry-failed`` re-asks it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ CREATE TABLE IF NOT EXISTS responses (
     reasoning_tokens INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    rejected TEXT
 );
 CREATE INDEX IF NOT EXISTS responses_status ON responses(status);
 """
@@ -74,10 +77,16 @@ class CachedResponse:
     reasoning_tokens: int
     cost: float
     attempts: int
+    rejected: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def usable(self) -> bool:
+        """Served without a new call even under ``retry_failed``: ok and not rejected."""
+        return self.ok and self.rejected is None
 
 
 class ResponseCache:
@@ -91,6 +100,10 @@ class ResponseCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        # Caches written before rejections existed lack the column; add it in place.
+        cols = {r[1] for r in self._db.execute("PRAGMA table_info(responses)")}
+        if "rejected" not in cols:
+            self._db.execute("ALTER TABLE responses ADD COLUMN rejected TEXT")
 
     def close(self) -> None:
         self._db.close()
@@ -104,7 +117,7 @@ class ResponseCache:
     def get(self, key: str) -> CachedResponse | None:
         row = self._db.execute(
             "SELECT key, status, text, payload, error, prompt_tokens, completion_tokens,"
-            " reasoning_tokens, cost, attempts FROM responses WHERE key = ?",
+            " reasoning_tokens, cost, attempts, rejected FROM responses WHERE key = ?",
             (key,),
         ).fetchone()
         if row is None:
@@ -120,6 +133,7 @@ class ResponseCache:
             reasoning_tokens=row[7],
             cost=row[8],
             attempts=row[9],
+            rejected=row[10],
         )
 
     def put(
@@ -141,7 +155,8 @@ class ResponseCache:
     ) -> None:
         if ok and text is None:
             raise ValueError("a successful response needs text")
-        # A success never gets overwritten by a later failure of the same request.
+        # A success never gets overwritten by a later failure of the same request; a rejected
+        # success is replaced by whatever the re-ask brings.
         self._db.execute(
             "INSERT INTO responses (key, model, endpoint, stage, status, text, payload, error,"
             " prompt_tokens, completion_tokens, reasoning_tokens, cost, attempts, created)"
@@ -149,8 +164,8 @@ class ResponseCache:
             " ON CONFLICT(key) DO UPDATE SET status=excluded.status, text=excluded.text,"
             " payload=excluded.payload, error=excluded.error, prompt_tokens=excluded.prompt_tokens,"
             " completion_tokens=excluded.completion_tokens, reasoning_tokens=excluded.reasoning_tokens,"
-            " cost=excluded.cost, attempts=excluded.attempts, created=excluded.created"
-            " WHERE responses.status = 'failed'",
+            " cost=excluded.cost, attempts=excluded.attempts, created=excluded.created, rejected=NULL"
+            " WHERE responses.status = 'failed' OR responses.rejected IS NOT NULL",
             (
                 key,
                 model,
@@ -169,10 +184,17 @@ class ResponseCache:
             ),
         )
 
+    def reject(self, key: str, reason: str) -> bool:
+        """Mark a stored success as unusable by its caller; returns whether a row was marked."""
+        cur = self._db.execute(
+            "UPDATE responses SET rejected = ? WHERE key = ? AND status = 'ok'", (reason or "rejected", key)
+        )
+        return cur.rowcount > 0
+
     def stats(self) -> dict[str, int]:
         rows = self._db.execute("SELECT status, COUNT(*) FROM responses GROUP BY status").fetchall()
         return {status: n for status, n in rows}
 
     def failed_keys(self) -> Iterator[str]:
-        for (key,) in self._db.execute("SELECT key FROM responses WHERE status = 'failed'"):
+        for (key,) in self._db.execute("SELECT key FROM responses WHERE status = 'failed' OR rejected IS NOT NULL"):
             yield key

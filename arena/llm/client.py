@@ -187,6 +187,20 @@ class LLMClient:
         self._semaphores.clear()
         self._limiters.clear()
 
+    def reject(self, result: ChatResult, reason: str) -> None:
+        """Mark ``result``'s reply as rejected: it arrived, but the caller could not use it
+        (an unparseable verdict, a grader reply with no answer in it).
+
+        The reply stays in the cache. Without ``retry_failed`` it is served again on resume,
+        so a rerun re-pays nothing and reaches the same outcome; with ``retry_failed`` (the
+        ``--retry-failed`` flag) it is re-asked like a failed call, and the new reply replaces
+        it (and is no longer rejected unless the caller rejects it again). Failed results and
+        runs without a cache have nothing to mark; the call is then a no-op.
+        """
+        if self.cache is None or not result.ok:
+            return
+        self.cache.reject(result.key, self.scrub(reason))
+
     # ----------------------------------------------------------------- dry run
     def estimate(self, requests: Iterable[ChatRequest], *, output_tokens: int | None = None) -> DryRunEstimate:
         """Count the calls a run would make and their cost, without calling anything."""
@@ -196,7 +210,7 @@ class LLMClient:
             ep = self.endpoint(req.endpoint)
             key = self.key_for(req)
             hit = self.cache.get(key) if self.cache else None
-            will_call = key not in seen and (hit is None or (not hit.ok and self.retry_failed))
+            will_call = key not in seen and (hit is None or (not hit.usable and self.retry_failed))
             seen.add(key)
             ptok = sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in req.messages)
             params = self.request_params(req)
@@ -212,7 +226,7 @@ class LLMClient:
         key = self.key_for(req)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None and (hit.ok or not self.retry_failed):
+            if hit is not None and (hit.usable or not self.retry_failed):
                 self.ledger.record(req.stage, ep.name, cached=True, ok=hit.ok, cost=hit.cost)
                 return ChatResult(
                     request=req, key=key, ok=hit.ok, text=hit.text, error=hit.error,
