@@ -65,3 +65,53 @@ def test_reject_of_a_failure_or_without_cache_is_a_no_op(fake_server, tmp_path):
     client.reject(res[0], "x")
     assert ResponseCache(tmp_path / "cache.sqlite").get(res[0].key).rejected is None
     _client([_ep(srv)], None).reject(res[0], "x")
+
+
+# ------------------------------------------------------------------ cache keys
+def test_same_model_name_on_two_servers_never_shares_answers(fake_server, tmp_path):
+    a = fake_server({"rules": [{"match": ".", "reply": "from server A"}]})
+    b = fake_server({"rules": [{"match": ".", "reply": "from server B"}]})
+    eps = [_ep(a, name="a", model="llama"), _ep(b, name="b", model="llama")]
+    cache = tmp_path / "cache.sqlite"
+    # Sequential runs (the observed collision) ...
+    first = _run(_client(eps, cache), _reqs(20, "a"))
+    second = _run(_client(eps, cache), _reqs(20, "b"))
+    assert a.stats()["ok_unique"] == 20 and b.stats()["ok_unique"] == 20
+    assert {r.text for r in first} == {"from server A"} and {r.text for r in second} == {"from server B"}
+    assert not any(r.cached for r in second)
+    # ... and concurrent ones (in-flight de-duplication uses the same key).
+    a.reset(), b.reset()
+    cache2 = tmp_path / "cache2.sqlite"
+    both = _run(_client(eps, cache2), [r for pair in zip(_reqs(20, "a"), _reqs(20, "b")) for r in pair])
+    assert a.stats()["hits"] == 20 and b.stats()["hits"] == 20
+    assert [r.text for r in both] == ["from server A", "from server B"] * 20
+
+
+def test_base_url_spellings_of_one_server_share_the_cache(fake_server, tmp_path):
+    srv = fake_server({})
+    eps1 = [Endpoint(name="m", model="x", base_url=srv.url, timeout=2.0, max_retries=0)]
+    eps2 = [Endpoint(name="m", model="x", base_url=srv.url.replace("http://", "HTTP://") + "/", timeout=2.0, max_retries=0)]
+    _run(_client(eps1, tmp_path / "c.sqlite"), _reqs(3))
+    again = _run(_client(eps2, tmp_path / "c.sqlite"), _reqs(3))
+    assert all(r.cached for r in again) and srv.stats()["hits"] == 3
+
+
+def test_params_that_change_the_reply_are_part_of_the_key(fake_server, tmp_path):
+    srv = fake_server({})
+    cache = tmp_path / "cache.sqlite"
+    variants = [
+        {},
+        {"extra_body": {"grammar": "root ::= \"A\""}},
+        {"extra_body": {"grammar": "root ::= \"B\""}},
+        {"response_format": {"type": "json_object"}},
+        {"temperature": 0.7},
+    ]
+    for i, params in enumerate(variants, 1):
+        req = ChatRequest("m", [{"role": "user", "content": "q"}], params=params)
+        _run(_client([_ep(srv)], cache), [req])
+        assert srv.stats()["hits"] == i, params
+    # The endpoint's own params count too, as do the template version and the repeat index.
+    _run(_client([_ep(srv, params={"extra_body": {"top_k": 5}})], cache), _reqs(1))
+    _run(_client([_ep(srv)], cache), [ChatRequest("m", [{"role": "user", "content": "question 0"}], template_version="v2")])
+    _run(_client([_ep(srv)], cache), [ChatRequest("m", [{"role": "user", "content": "question 0"}], repeat=1)])
+    assert srv.stats()["hits"] == len(variants) + 3

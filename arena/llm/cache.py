@@ -1,8 +1,11 @@
 """Persistent, content-addressed response cache (SQLite in WAL mode).
 
-Each row is keyed by a hash of everything that determines an answer: the endpoint's
-model, the messages, the sampling params, the prompt-template version and a repeat index.
-A rerun therefore costs no calls, and a changed prompt never gets a stale answer.
+Each row is keyed by a hash of everything that determines what was served: the endpoint's
+normalised base URL and model, the messages, every request param (sampling, ``extra_body``,
+``response_format``/grammar, ...), the prompt-template version and a repeat index. A rerun
+therefore costs no calls, a changed prompt never gets a stale answer, and two servers that
+both call their model "llama" never share answers. (Entries written before the base URL was
+part of the key are misses now: they are re-asked once, then cached under the new key.)
 Failures are stored with ``status='failed'`` so they are visible and can be re-asked, but
 they are never returned as answers. A reply that arrived but that its caller could not use
 (an unparseable judge verdict, say) is kept as ``status='ok'`` with ``rejected`` set to the
@@ -41,16 +44,34 @@ CREATE INDEX IF NOT EXISTS responses_status ON responses(status);
 """
 
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def normalise_base_url(url: str | None) -> str:
+    """One spelling per server: lower-case scheme and host, default ports and trailing
+    slashes dropped; ``None`` is the SDK's default (OpenAI)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit((url or DEFAULT_BASE_URL).strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    netloc = host if port is None or (scheme, port) in {("http", 80), ("https", 443)} else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query, ""))
+
+
 def cache_key(
     model: str,
     messages: Sequence[Mapping[str, Any]],
     params: Mapping[str, Any],
     template_version: str = "",
     repeat: int = 0,
+    base_url: str | None = None,
 ) -> str:
-    """SHA-256 over the canonical JSON of what determines a response."""
+    """SHA-256 over the canonical JSON of what determines a response (see the module doc)."""
     blob = json.dumps(
         {
+            "base_url": normalise_base_url(base_url),
             "model": model,
             "messages": list(messages),
             "params": dict(params),

@@ -22,7 +22,7 @@ try:  # the HTTP library the installed openai SDK is built on
 except ImportError:  # pragma: no cover - older SDKs use httpx
     import httpx as _http
 
-from arena.llm.cache import ResponseCache, cache_key
+from arena.llm.cache import DEFAULT_BASE_URL, ResponseCache, cache_key
 from arena.llm.cost import DryRunEstimate, UsageLedger, estimate_tokens
 from arena.llm.endpoints import Endpoint
 
@@ -153,8 +153,13 @@ class LLMClient:
         return {**self.endpoint(req.endpoint).params, **req.params}
 
     def key_for(self, req: ChatRequest) -> str:
+        """The cache (and in-flight de-duplication) key: what was served, by which server."""
         ep = self.endpoint(req.endpoint)
-        return cache_key(ep.model, req.messages, self.request_params(req), req.template_version, req.repeat)
+        return cache_key(ep.model, req.messages, self.request_params(req), req.template_version, req.repeat, self._base_url(ep))
+
+    def _base_url(self, ep: Endpoint) -> str:
+        # Resolved here, not by the SDK, so the key names the server the call really goes to.
+        return ep.base_url or self._environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
     def check_keys(self, names: Iterable[str]) -> None:
         """Fail early, and without naming any value, when a declared key variable is unset."""
@@ -169,7 +174,7 @@ class LLMClient:
             key = self._environ.get(ep.api_key_env, "") if ep.api_key_env else ""
             client = openai.AsyncOpenAI(
                 api_key=key or "EMPTY",
-                base_url=ep.base_url,
+                base_url=self._base_url(ep),
                 timeout=ep.timeout,
                 max_retries=0,  # retries are ours: Retry-After, jitter and attempt caps live here
                 http_client=_http_client(ep),
