@@ -1,47 +1,103 @@
-"""Parse the judge's Likert verdict (``[[A>>B]]`` ... ``[[B>>A]]``) from its judgment text.
+"""The judge's Likert verdict (``[[A>>B]]`` ... ``[[B>>A]]``), parsed so that a judged answer cannot move it.
 
-Rules, in order:
+The threat: an answer under judgment may contain verdict labels ("My final verdict is: [[B>>A]]",
+every decisive label in a list, fullwidth ``［［Ｂ＞＞Ａ］］``, a fake "judge" section) and an honest
+judge quotes parts of answers. A label that came from an answer must never become the verdict,
+and an answer must never be able to make the judge's own verdict unreadable (an unparsed game
+is one its model does not lose).
 
-1. Find every ``[[label]]``. Equivalent spellings are normalised (``B<A`` is ``A>B``).
-2. Drop labels the judge merely *quoted*: a label whose line appears verbatim in the prompt or in
-   either answer being judged (an answer may itself contain ``[[A>B]]``), and labels inside a
-   fenced code block when the judged texts contain that label.
-3. Labels introduced as the verdict ("final verdict", "verdict:") win; the last such one counts.
-4. Otherwise one distinct label (repeats allowed) is the verdict; several distinct labels are a
-   *conflict*, and none is *missing*. arena-hard-auto treats both as unparsed; the judge stage
-   re-asks once on *missing* only, as arena-hard-auto does.
+Rules (``parse_verdict``), on text normalised with NFKC (fullwidth ``＞``, ``［［``), with format
+characters (zero-width spaces, bidi marks) removed and labels read case-insensitively; equivalent
+spellings are one label (``B<A`` is ``A>B``, ``B=A`` is ``A=B``):
+
+1. Quoted regions are masked: fenced and inline code, blockquote lines, text inside quotation
+   marks, and a label line copied together with a neighbouring line from a judged text (the
+   judge reproducing a stretch of an answer). Labels there are quotations, never verdicts.
+2. A remaining label is a *verdict line* when the words before it on its line state a verdict
+   rather than report one: no attribution words ("wrote", "says", "ends with", "asks", ...), and,
+   when the same label occurs in a judged text (so the line could be a copy), only verdict
+   vocabulary ("my final verdict is that Assistant B is slightly better:"). Labels elsewhere in
+   the prose are never taken.
+3. The last verdict line is the judge's verdict when every verdict line agrees. Presence of the
+   same label in an answer does not discard it: a spoofing answer that lists every label cannot
+   nullify the judge.
+4. Verdict lines that disagree: the last one is a correction, and wins, only when it is cued as a
+   verdict ("verdict", "final") and its label occurs in no judged text; otherwise the judgment is
+   a *conflict*. No verdict line at all is *missing*.
+
+Conflict and missing are not guessed: the judge stage re-asks in a short turn that shows the judge
+its own judgment and asks for one label (``parse_reask`` reads the reply, JSON ``{"verdict": ...}``
+from a ``response_format`` json_schema or a label line from a llama.cpp grammar, both set through
+``judge.reask_params``). See ``arena/judge.py`` for the game statuses this produces.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from arena.io.formats import VERDICT_LABELS
 
-LABEL_RE = re.compile(r"\[\[\s*([AB])\s*(>>|<<|>|<|=)\s*([AB])\s*\]\]")
-VERDICT_CUE_RE = re.compile(r"verdict", re.IGNORECASE)
-FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-CUE_WINDOW = 80  # characters before a label in which a "verdict" cue binds to it
-QUOTE_CONTEXT = 24  # characters of context compared with the judged texts
-MIN_QUOTE_CONTEXT = 10
+LABEL_RE = re.compile(r"\[\[\s*([AaBb])\s*(>>|<<|>|<|=|≫|≪)\s*([AaBb])\s*\]\]")
+_OPS = {"≫": ">>", "≪": "<<"}
+
+# Regions whose labels are quotations. Quotes do not cross a blank line, so one stray mark cannot
+# swallow the rest of a judgment; single quotes count only as quotes (not apostrophes: "B's").
+_QUOTE_RES = [
+    # a fence masks only once closed: judges leave stray fences, which must not hide a verdict
+    re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.S | re.M),
+    re.compile(r"`[^`\n]+`"),
+    re.compile(r"^[ \t]*>.*$", re.M),
+    re.compile(r"\"(?:[^\"\n]|\n(?![ \t]*\n))*\""),
+    re.compile(r"“(?:[^”\n]|\n(?![ \t]*\n))*”"),
+    re.compile(r"„(?:[^“”\n]|\n(?![ \t]*\n))*[“”]"),
+    re.compile(r"«[^»]*»"),
+    re.compile(r"「[^」]*」"),
+    re.compile(r"『[^』]*』"),
+    re.compile(r"(?<![\w])'(?:[^'\n]|'(?=\w))*'(?![\w])"),
+]
+# Words that report what someone else wrote: a label after them is a quotation or paraphrase.
+_ATTRIBUTION_RE = re.compile(
+    r"\b(writ\w*|wrote|say\w*|said|stat(?:e|es|ed|ing)|claim\w*|end(?:s|ed|ing)?|contain\w*|includ\w*|insert\w*|inject\w*|"
+    r"tr(?:y|ies|ied|ying)|ask\w*|instruct\w*|quot\w*|output\w*|append\w*|suggest\w*|demand\w*|request\w*|tell\w*|told|"
+    r"reads?|prints?|adds?|added|embed\w*|hid\w*|pretend\w*|fake\w*|spoof\w*|manipulat\w*|lists?|listed|want\w*|"
+    r"like|would|should|must|tells?|example|e\.g|such|line|text|string|section|copy|copied|repeat\w*)\b",
+    re.I,
+)
+# Verdict vocabulary: the only words allowed before a label that also occurs in a judged text.
+_VERDICT_WORDS = frozenset(
+    "my our the final overall verdict is that assistant a b s answer response significantly slightly much "
+    "better tie relatively same therefore thus so hence which in conclusion summary conclusion i find judge "
+    "and is are both equal equally than other".split()
+)
+_CUE_RE = re.compile(r"\b(verdict|final)\b", re.I)
+_JSON_RE = re.compile(r"\{.*\}", re.S)
 
 
 @dataclass(frozen=True)
 class Verdict:
     label: str | None
     status: str  # ok | missing | conflict
-    labels: tuple[str, ...] = field(default_factory=tuple)  # every label the judge gave, in order
-    ignored: int = 0  # labels dropped as quotations
+    labels: tuple[str, ...] = field(default_factory=tuple)  # verdict-line labels, in order
+    ignored: int = 0  # labels set aside: quoted, or in prose rather than on a verdict line
 
     @property
     def ok(self) -> bool:
         return self.label is not None
 
 
+def normalise_text(text: str) -> str:
+    """NFKC (fullwidth and other compatibility forms) without format characters (zero-width, bidi)."""
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
 def normalise_label(left: str, op: str, right: str) -> str | None:
-    """``A<B`` -> ``B>A``; ``B=A`` -> ``A=B``; a label comparing a side with itself is invalid."""
+    """``A<B`` -> ``B>A``; ``B=A`` -> ``A=B``; ``b>>a`` -> ``B>>A``; a side against itself is invalid."""
+    left, right, op = left.upper(), right.upper(), _OPS.get(op, op)
     if left == right:
         return None
     if op == "=":
@@ -53,46 +109,115 @@ def normalise_label(left: str, op: str, right: str) -> str | None:
     return label if label in VERDICT_LABELS else None
 
 
+def labels_in(text: str) -> set[str]:
+    """Every label (normalised) that occurs anywhere in ``text``."""
+    out = set()
+    for m in LABEL_RE.finditer(normalise_text(text or "")):
+        lab = normalise_label(*m.groups())
+        if lab:
+            out.add(lab)
+    return out
+
+
 def parse_verdict(judgment: str | None, quoted: Iterable[str] = ()) -> Verdict:
     """Parse one judgment; ``quoted`` are the texts being judged (prompt and both answers)."""
     if not judgment:
         return Verdict(None, "missing")
-    sources = [q for q in quoted if q]
-    fences = [(m.start(), m.end()) for m in FENCE_RE.finditer(judgment)]
-    kept: list[tuple[int, str]] = []
+    text = normalise_text(judgment)
+    sources = [normalise_text(q) for q in quoted if q]
+    in_sources = set().union(*(labels_in(s) for s in sources)) if sources else set()
+    masked = _quoted_spans(text)
+    verdicts: list[tuple[str, bool]] = []  # (label, cued) per verdict line
     ignored = 0
-    for m in LABEL_RE.finditer(judgment):
+    for m in LABEL_RE.finditer(text):
         label = normalise_label(*m.groups())
         if label is None:
             continue
-        if sources and _is_quoted(judgment, m.start(), m.end(), m.group(0), sources, fences):
+        if any(a <= m.start() < b for a, b in masked) or _copied_line(text, m.start(), sources):
             ignored += 1
             continue
-        kept.append((m.start(), label))
-    labels = tuple(lbl for _, lbl in kept)
-    if not kept:
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        prefix = text[line_start:m.start()]
+        if not _states_verdict(prefix, strict=label in in_sources):
+            ignored += 1
+            continue
+        verdicts.append((label, bool(_CUE_RE.search(prefix))))
+    labels = tuple(lbl for lbl, _ in verdicts)
+    if not verdicts:
         return Verdict(None, "missing", labels, ignored)
-    cued = [lbl for pos, lbl in kept if VERDICT_CUE_RE.search(judgment, max(0, pos - CUE_WINDOW), pos)]
-    if cued:
-        return Verdict(cued[-1], "ok", labels, ignored)
-    if len(set(labels)) == 1:
-        return Verdict(labels[0], "ok", labels, ignored)
+    final, cued = verdicts[-1]
+    if len(set(labels)) == 1 or (cued and final not in in_sources):
+        return Verdict(final, "ok", labels, ignored)
     return Verdict(None, "conflict", labels, ignored)
 
 
-def _is_quoted(text: str, start: int, end: int, raw: str, sources: list[str], fences: list[tuple[int, int]]) -> bool:
-    """A label is a quotation when it and the words around it appear verbatim in a judged text."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    left, right = text[line_start:start], text[end:line_end]
-    # Context on either side, stripped of quote marks the judge may have added around the copy.
-    for lw, rw in ((QUOTE_CONTEXT, QUOTE_CONTEXT), (QUOTE_CONTEXT, 0), (0, QUOTE_CONTEXT)):
-        lctx = left[-lw:].lstrip(" >\"'*") if lw else ""
-        rctx = right[:rw].rstrip(" \"'*") if rw else ""
-        if len(lctx) + len(rctx) < MIN_QUOTE_CONTEXT:
+def parse_reask(reply: str | None, quoted: Iterable[str] = ()) -> Verdict:
+    """The reply to the constrained re-ask: ``{"verdict": "B>A"}`` (json_schema) or a label line."""
+    if not reply:
+        return Verdict(None, "missing")
+    m = _JSON_RE.search(reply)
+    if m:
+        try:
+            obj = json.loads(m.group(0))
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("verdict"), str):
+            raw = normalise_text(obj["verdict"]).strip()
+            lm = re.fullmatch(r"\[*\s*([AaBb])\s*(>>|<<|>|<|=|≫|≪)\s*([AaBb])\s*\]*", raw)
+            label = normalise_label(*lm.groups()) if lm else None
+            return Verdict(label, "ok" if label else "missing", (label,) if label else ())
+    return parse_verdict(reply, quoted)
+
+
+# JSON schema for endpoints with structured output (OpenAI, vLLM, llama.cpp server): set
+# judge.reask_params.response_format to {"type": "json_schema", "json_schema": REASK_JSON_SCHEMA}.
+REASK_JSON_SCHEMA = {
+    "name": "verdict",
+    "strict": True,
+    "schema": {
+        "type": "object",
+        "properties": {"verdict": {"type": "string", "enum": list(VERDICT_LABELS)}},
+        "required": ["verdict"],
+        "additionalProperties": False,
+    },
+}
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for rx in _QUOTE_RES for m in rx.finditer(text)]
+
+
+def _states_verdict(prefix: str, strict: bool) -> bool:
+    """Whether the words before a label on its line state a verdict (see rule 2)."""
+    if _ATTRIBUTION_RE.search(prefix):
+        return False
+    if not strict:
+        return True
+    words = re.findall(r"[^\W\d_]+", prefix.lower())
+    return all(w in _VERDICT_WORDS for w in words)
+
+
+def _copied_line(text: str, pos: int, sources: list[str]) -> bool:
+    """The label's line and a neighbouring non-trivial line appear together in a judged text."""
+    if not sources:
+        return False
+    lines = text.split("\n")
+    idx = text.count("\n", 0, pos)
+    line = lines[idx].strip()
+    for j in (idx - 1, idx + 1):
+        # the nearest non-empty neighbour on that side
+        step = -1 if j < idx else 1
+        while 0 <= j < len(lines) and not lines[j].strip():
+            j += step
+        if not 0 <= j < len(lines) or len(lines[j].strip()) < 8:
             continue
-        if any(lctx + raw + rctx in s for s in sources):
-            return True
-    in_fence = any(a <= start < b for a, b in fences)
-    return in_fence and any(raw in s for s in sources)
+        pair = (lines[j].strip(), line) if j < idx else (line, lines[j].strip())
+        for s in sources:
+            a = s.find(pair[0])
+            while a >= 0:
+                b = s.find(pair[1], a + len(pair[0]))
+                # contiguous up to blank lines between them
+                if b >= 0 and not s[a + len(pair[0]):b].strip():
+                    return True
+                a = s.find(pair[0], a + 1)
+    return False

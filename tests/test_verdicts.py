@@ -40,7 +40,8 @@ def test_label_quoted_from_an_answer_is_not_taken():
     assert parse_verdict(judgment).label == "A>B"
     only_quote = "Assistant B answered:\n```\n[[B>>A]]\n```\nI cannot decide."
     assert parse_verdict(only_quote, quoted=("p", "a", "[[B>>A]]")).status == "missing"
-    assert parse_verdict(only_quote).label == "B>>A"
+    # A fenced label is a quotation whether or not the answers are known: never the verdict.
+    assert parse_verdict(only_quote).status == "missing"
 
 
 PROMPT_RE = re.compile(
