@@ -17,6 +17,7 @@ Config (all optional)::
       "fault_attempts": 1,            # transport faults hit the first N attempts of a request
       "faults": {"persistent": p}     # 500 on every attempt: the request ends as a failure
       "echo_auth_401": false,         # answer 401 quoting the Authorization header (key-leak tests)
+      "echo_auth_200": false,         # a normal 200 whose text and reasoning quote that header
       "retry_after": 0.05,            # seconds, sent with 429s
       "hang_seconds": 30,
       "rules": [{"match": "regex", "reply": "text"} or {"match": "...", "replies": [...]}],
@@ -213,6 +214,11 @@ async def route(method: str, path: str, body: bytes, state: State):
         ptok = sum(len(str(t)) // 4 + 1 for t in inputs)
         return 200, {"object": "list", "data": data, "model": req.get("model"), "usage": {"prompt_tokens": ptok, "total_tokens": ptok}}, {}, None
     text = reply_text(state, req, key)
+    message = {"role": "assistant", "content": text}
+    if cfg.get("echo_auth_200"):
+        message["content"] = f"Sure. Your header was: {headers_auth(state)} (that is all)."
+        message["reasoning_content"] = f"The caller authenticated with {headers_auth(state)}."
+        text = message["content"]
     ptok = sum(len(str(m.get("content", ""))) // 4 + 1 for m in req.get("messages", []))
     ctok = len(text) // 4 + 1
     return 200, {
@@ -220,7 +226,7 @@ async def route(method: str, path: str, body: bytes, state: State):
         "object": "chat.completion",
         "created": int(time.time()),
         "model": req.get("model", "fake"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": ptok, "completion_tokens": ctok, "total_tokens": ptok + ctok},
     }, {}, None
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+import yaml
+
+from arena.errors import InputError
 from arena.llm import ChatRequest, Endpoint, LLMClient, ResponseCache
+from arena.llm.endpoints import load_endpoints
 
 
 def _ep(server, name="m", model="fake-model", **kw):
@@ -115,3 +120,74 @@ def test_params_that_change_the_reply_are_part_of_the_key(fake_server, tmp_path)
     _run(_client([_ep(srv)], cache), [ChatRequest("m", [{"role": "user", "content": "question 0"}], template_version="v2")])
     _run(_client([_ep(srv)], cache), [ChatRequest("m", [{"role": "user", "content": "question 0"}], repeat=1)])
     assert srv.stats()["hits"] == len(variants) + 3
+
+
+# ------------------------------------------------------------------ keys
+SECRET = "sk-live-SECRET-0123456789abcdef"
+
+
+def test_a_reply_that_echoes_the_key_is_stored_and_returned_redacted(fake_server, tmp_path):
+    srv = fake_server({"echo_auth_200": True})
+    ep = _ep(srv, api_key_env="MY_KEY")
+    client = _client([ep], tmp_path / "cache.sqlite", environ={"MY_KEY": SECRET})
+    res = _run(client, _reqs(3))
+    assert all(r.ok for r in res)
+    assert all(r.text == "Sure. Your header was: Bearer [REDACTED] (that is all)." for r in res)
+    assert all(r.payload["reasoning_content"] == "The caller authenticated with Bearer [REDACTED]." for r in res)
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("cache.sqlite*"))
+    assert SECRET.encode() not in raw and b"[REDACTED]" in raw
+    again = _run(_client([ep], tmp_path / "cache.sqlite", environ={"MY_KEY": SECRET}), _reqs(3))
+    assert all(r.cached and SECRET not in r.text for r in again)
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"extra_headers": {"Authorization": "Bearer abc"}}, "params.extra_headers.Authorization"),
+        ({"extra_headers": {"api-key": "abc"}}, "params.extra_headers.api-key"),
+        ({"extra_headers": {"X-API-Key": "abc"}}, "params.extra_headers.X-API-Key"),
+        ({"extra_headers": {"X-Custom": "Bearer abcdefghijkl"}}, "params.extra_headers.X-Custom"),
+        ({"extra_headers": {"X-Custom": SECRET}}, "params.extra_headers.X-Custom"),
+        ({"api_key": "abc"}, "params.api_key"),
+        ({"default_headers": {"X-Trace": "1"}}, "params.default_headers"),
+        ({"extra_body": {"nested": {"openai_api_key": "abc"}}}, "params.extra_body.nested.openai_api_key"),
+    ],
+)
+def test_credentials_outside_api_key_env_are_refused_without_echo(tmp_path, params, field):
+    p = tmp_path / "endpoints.yaml"
+    p.write_text(yaml.safe_dump({"endpoints": {"x": {"model": "m", "params": params}}}))
+    with pytest.raises(InputError) as info:
+        load_endpoints(p)
+    msg = str(info.value)
+    assert msg.startswith(f"{p}: field 'endpoints.x.{field}': ")
+    assert "api_key_env" in msg and "abc" not in msg and SECRET not in msg and "\n" not in msg
+
+
+def test_harmless_params_and_headers_are_accepted(tmp_path):
+    p = tmp_path / "endpoints.yaml"
+    params = {"max_tokens": 64, "extra_body": {"top_k": 5, "grammar": 'root ::= "A"'}, "extra_headers": {"X-Trace": "run-7"}}
+    p.write_text(yaml.safe_dump({"endpoints": {"x": {"model": "m", "api_key_env": "OPENAI_API_KEY", "params": params}}}))
+    assert load_endpoints(p)["x"].params == params
+
+
+@pytest.mark.parametrize("field", ["api_key", "default_headers", "extra_headers"])
+def test_top_level_keys_and_headers_are_refused(tmp_path, field):
+    p = tmp_path / "endpoints.yaml"
+    p.write_text(yaml.safe_dump({"endpoints": {"x": {"model": "m", field: SECRET}}}))
+    with pytest.raises(InputError) as info:
+        load_endpoints(p)
+    assert str(info.value).startswith(f"{p}: field 'endpoints.x.{field}': ") and SECRET not in str(info.value)
+
+
+def test_a_key_typed_where_its_variable_name_belongs_is_not_printed(tmp_path):
+    p = tmp_path / "endpoints.yaml"
+    p.write_text("endpoints:\n  x:\n    model: m\n    api_key_env: sk-live-abc123\n")
+    with pytest.raises(InputError) as info:
+        load_endpoints(p)
+    assert str(info.value) == (
+        f"{p}: field 'endpoints.x.api_key_env': expected an environment variable NAME (looks like a key; value not shown)"
+    )
+    # Built directly (not from YAML) the endpoint refuses it too, still without the value.
+    with pytest.raises(ValueError) as info2:
+        Endpoint(name="x", model="m", api_key_env="sk-live-abc123")
+    assert "abc123" not in str(info2.value) and "expected an environment variable NAME" in str(info2.value)

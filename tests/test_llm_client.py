@@ -114,7 +114,7 @@ def test_api_key_never_reaches_cache_or_errors(fake_server, tmp_path):
     client = _client(srv, tmp_path, environ={"MY_KEY": secret}, api_key_env="MY_KEY")
     res = _run(client, _reqs(2))
     assert not any(r.ok for r in res)
-    assert all("401" in r.error and secret not in r.error and "***" in r.error for r in res)
+    assert all("401" in r.error and secret not in r.error and "[REDACTED]" in r.error for r in res)
     assert srv.stats()["hits"] == 2  # 401 is not retried
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("cache.sqlite*"))
     assert secret.encode() not in raw

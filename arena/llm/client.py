@@ -26,6 +26,8 @@ from arena.llm.cache import DEFAULT_BASE_URL, ResponseCache, cache_key
 from arena.llm.cost import DryRunEstimate, UsageLedger, estimate_tokens
 from arena.llm.endpoints import Endpoint
 
+REDACTED = "[REDACTED]"
+
 # Status codes that a retry can fix; anything else 4xx is the caller's mistake.
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 
@@ -144,10 +146,21 @@ class LLMClient:
         return [s for s in out if len(s) >= 4]
 
     def scrub(self, text: str) -> str:
-        """Remove any API key value from text bound for logs, caches or files."""
+        """Replace every configured API key value in ``text`` with ``[REDACTED]``. Everything the
+        client stores, returns or raises passes through here: a server that echoes the key back
+        (in an error or in a successful reply) must not plant it in caches, outputs or logs."""
         for s in self._secrets:
-            text = text.replace(s, "***")
+            text = text.replace(s, REDACTED)
         return text
+
+    def _scrub_any(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, Mapping):
+            return {self._scrub_any(k): self._scrub_any(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._scrub_any(v) for v in value]
+        return value
 
     def request_params(self, req: ChatRequest) -> dict[str, Any]:
         return {**self.endpoint(req.endpoint).params, **req.params}
@@ -284,6 +297,8 @@ class LLMClient:
             result = ChatResult(request=req, key=key, ok=False, text=None, error=error, attempts=attempts)
         else:
             text, payload, (ptok, ctok, rtok) = value
+            if self._secrets:
+                text, payload = self.scrub(text), self._scrub_any(payload)
             result = ChatResult(
                 request=req, key=key, ok=True, text=text, prompt_tokens=ptok, completion_tokens=ctok,
                 reasoning_tokens=rtok, cost=ep.cost(ptok, ctok), attempts=attempts, payload=payload,
