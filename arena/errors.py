@@ -16,9 +16,7 @@ class InputError(ValueError):
             where.append(str(path))
         if line is not None:
             where.append(f"line {line}")
-        if field is not None:
-            where.append(f"field '{field}'")
-        prefix = ":".join(where[:2]) if where else ""
+        prefix = ":".join(where)
         if field is not None and prefix:
             prefix = f"{prefix}: field '{field}'"
         elif field is not None:
