@@ -100,3 +100,70 @@ def test_gzip_and_unreadable(tmp_path):
     assert read_questions(p)[0].prompt == "x"
     with pytest.raises(InputError, match="cannot open"):
         read_questions(tmp_path / "missing.jsonl")
+
+
+# --------------------------------------------------------------------------- validation and duplicates
+@pytest.mark.parametrize("value,kind", [('["a"]', "a list"), ('{"x": 1}', "an object"), ("true", "a boolean"), ("false", "a boolean"), ("2.0", "a float")])
+@pytest.mark.parametrize("key", ["question_id", "uid"])
+def test_question_ids_of_the_wrong_type(tmp_path, value, kind, key):
+    p = _write(tmp_path / "q.jsonl", ['{"question_id": "ok", "prompt": "fine"}', f'{{"{key}": {value}, "prompt": "x"}}'])
+    with pytest.raises(InputError) as e:
+        read_questions(p)
+    assert str(e.value) == f"{p}:line 2: field '{key}': question id must be a string or an integer, got {kind}"
+
+
+def test_integer_ids_are_read_as_strings_and_must_be_unique(tmp_path):
+    p = _write(tmp_path / "q.jsonl", ['{"question_id": 7, "prompt": "a"}', '{"question_id": "8", "prompt": "b"}'])
+    assert [q.question_id for q in read_questions(p)] == ["7", "8"]
+    p = _write(tmp_path / "q.jsonl", ['{"question_id": 7, "prompt": "a"}', '{"question_id": "x", "prompt": "b"}', '{"question_id": "7", "prompt": "c"}'])
+    with pytest.raises(InputError) as e:
+        read_questions(p)
+    assert str(e.value) == f"{p}:line 3: field 'question_id': duplicate question id '7' (first on line 1)"
+
+
+def test_empty_inputs_are_errors(tmp_path):
+    q = _write(tmp_path / "q.jsonl", ["", "  "])
+    with pytest.raises(InputError) as e:
+        read_questions(q)
+    assert str(e.value) == f"{q}: no questions found"
+    a = tmp_path / "answers"
+    a.mkdir()
+    (a / "m.jsonl").write_text("")
+    with pytest.raises(InputError) as e:
+        read_answers(a)
+    assert str(e.value) == f"{a / 'm.jsonl'}: no answers in this file"
+    assert read_answers(a, allow_empty=True) == {"m": {}}
+    j = tmp_path / "judgments"
+    j.mkdir()
+    (j / "m.jsonl").write_text("\n")
+    with pytest.raises(InputError) as e:
+        read_judgments(j)
+    assert str(e.value) == f"{j}: no judgment files (*.jsonl) found"
+
+
+def test_newest_answer_wins_and_torn_tail_is_left_out(tmp_path):
+    rec = lambda qid, text: json.dumps({"question_id": qid, "answer_id": text, "model_id": "m", "choices": [{"index": 0, "turns": [{"content": text}]}]})  # noqa: E731
+    p = tmp_path / "m.jsonl"
+    body = "\n".join([rec("q1", "old"), rec("q2", "two"), rec("q1", "new")]) + "\n" + rec("q3", "torn")[:30]
+    p.write_text(body, encoding="utf-8")
+    got = read_answers(p)["m"]
+    assert {k: v.text for k, v in got.items()} == {"q1": "new", "q2": "two"}
+    assert p.read_text(encoding="utf-8") == body  # reading repaired nothing
+
+
+def test_judgment_duplicates_newest_wins_and_provenance_round_trips(tmp_path):
+    d = tmp_path / "judge"
+    d.mkdir()
+    base = {"model": "m", "judge": "j", "baseline": "b"}
+    g = lambda s: [{"user_prompt": "p", "judgment": f"[[{s}]]", "score": s}] * 2  # noqa: E731
+    lines = [json.dumps({"question_id": "q1", **base, "games": g("A>B")}),
+             json.dumps({"question_id": "q2", **base, "games": g("A=B")}),
+             json.dumps({"question_id": "q1", **base, "games": g("B>A"), "provenance": {"template_version": "t"}, "tstamp": 5.0})]
+    _write(d / "m.jsonl", lines)
+    js = read_judgments(d)
+    assert [(j.question_id, j.games[0].score) for j in js] == [("q1", "B>A"), ("q2", "A=B")]
+    assert js[0].provenance == {"template_version": "t"} and js[1].provenance is None
+    rec = js[0].to_v01()
+    assert rec["provenance"] == {"template_version": "t"} and rec["tstamp"] == 5.0
+    # extra fields stay readable by arena-hard tools: the v0.1 keys are all there
+    assert {"question_id", "model", "judge", "games"} <= set(rec)
