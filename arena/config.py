@@ -34,7 +34,7 @@ class JudgeConfig(BaseModel):
     models: list[str] | None = None  # default: every answer model except the baseline
     system_prompt: str = "arena_hard_v0.1_system"
     template: str = "arena_hard_v0.1_pairwise"
-    reask_prompt: str = "arena_hard_reask"
+    reask_prompt: str = "arena_hard_verdict_reask"  # asked when the verdict is missing or conflicting (arena/verdicts.py)
     reask: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
     # Extra params for the re-ask turn only, e.g. a llama.cpp grammar that makes a small local

@@ -2,9 +2,9 @@
 
 Game 1 puts the baseline in position A, game 2 puts the model in position A. The judge sees
 the arena-hard system prompt and writes its own answer before its verdict. A judgment with no
-verdict is re-asked once with the follow-up turn; if there is still none the game is recorded as
-unparsed. Raw judgment text is kept. Output: ``model_judgment/<judge>/<model>.jsonl`` (arena-hard
-v0.1 schema, one record per prompt, appended as soon as both games are done).
+verdict of its own (none, or several that disagree; see arena/verdicts.py) is re-asked once in a
+short constrained turn; if there is still none the game is recorded as unparsed (or conflict).
+Raw judgment text is kept. Output: ``model_judgment/<judge>/<model>.jsonl`` (arena-hard v0.1 schema, one record per prompt, appended as soon as both games are done).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from arena.provenance import endpoint_record, judgment_provenance, stale_reasons
 from arena.llm.client import ChatRequest, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.prompts import Template, load_template
-from arena.verdicts import parse_verdict
+from arena.verdicts import parse_reask, parse_verdict
 
 STAGE = "judge"
 REASK_STAGE = "judge-reask"
@@ -78,31 +78,51 @@ def game_request(judge: str, tpl: JudgeTemplates, question: str, answer_a: str, 
 
 
 async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, quoted: tuple[str, ...], reask: bool, reask_params: Mapping | None = None) -> Game:
+    """One game: the judgment, the judge's own verdict (``arena/verdicts.py``) and, when that is
+    missing or conflicting, one short re-ask showing the judge its judgment (constrained by
+    ``reask_params``: a json_schema ``response_format`` or a llama.cpp grammar).
+
+    Status: ``ok`` (verdict in the judgment), ``reasked`` (verdict from the re-ask), ``unparsed``
+    (still no label), ``conflict`` (still disagreeing labels), ``failed`` (an API call failed).
+    ``judgment`` keeps the whole transcript (judgment, then re-ask reply); ``reask_reply``,
+    ``first_status`` and ``labels`` say what happened. A reply that stays without a verdict is
+    rejected in the cache: resumes reuse it, ``--retry-failed`` asks again."""
     user_prompt = req.messages[-1]["content"]
     res = await client.chat(req)
     if not res.ok:
         return Game(user_prompt, None, None, status="failed", extra={"error": res.error})
     text = res.text or ""
     verdict = parse_verdict(text, quoted)
-    extra: dict = {}
-    if verdict.status == "missing" and reask:
-        follow = ChatRequest(
-            endpoint=req.endpoint,
-            messages=[*req.messages, {"role": "assistant", "content": text}, {"role": "user", "content": tpl.reask.text}],
-            params={**req.params, **(reask_params or {})},
-            template_version=f"{tpl.version}:{tpl.reask.version}",
-            stage=REASK_STAGE,
-        )
-        res2 = await client.chat(follow)
-        extra["reasked"] = True
-        if not res2.ok:
-            return Game(user_prompt, text, None, status="failed", extra={**extra, "error": res2.error})
-        text = f"{text}\n\n{res2.text}"
-        verdict = parse_verdict(res2.text, quoted)
-    status = "ok" if verdict.ok else ("unparsed" if verdict.status == "missing" else "conflict")
-    if verdict.labels and not verdict.ok:
+    if verdict.ok:
+        return Game(user_prompt, text, verdict.label)
+    extra: dict = {"first_status": verdict.status}
+    if verdict.labels:
         extra["labels"] = list(verdict.labels)
-    return Game(user_prompt, text, verdict.label, status=status, extra=extra)
+    if not reask:
+        client.reject(res, f"judge verdict {verdict.status}")
+        return Game(user_prompt, text, None, status=_unresolved(verdict.status), extra=extra)
+    follow = ChatRequest(
+        endpoint=req.endpoint,
+        messages=[*req.messages, {"role": "assistant", "content": text}, {"role": "user", "content": tpl.reask.text}],
+        params={**req.params, **(reask_params or {})},
+        template_version=f"{tpl.version}:{tpl.reask.version}",
+        stage=REASK_STAGE,
+    )
+    res2 = await client.chat(follow)
+    extra["reasked"] = True
+    if not res2.ok:
+        return Game(user_prompt, text, None, status="failed", extra={**extra, "error": res2.error})
+    extra["reask_reply"] = res2.text or ""
+    text = f"{text}\n\n{res2.text or ''}"
+    second = parse_reask(res2.text, quoted)
+    if second.ok:
+        return Game(user_prompt, text, second.label, status="reasked", extra=extra)
+    client.reject(res2, f"judge re-ask verdict {second.status}")
+    return Game(user_prompt, text, None, status=_unresolved(second.status), extra=extra)
+
+
+def _unresolved(verdict_status: str) -> str:
+    return "conflict" if verdict_status == "conflict" else "unparsed"
 
 
 def load_judge_answers(questions: Sequence[Question], answer_dir: Path, models: Sequence[str], baseline: str) -> dict[str, dict[str, Answer]]:
@@ -217,7 +237,8 @@ async def judge_models(
                     if prev.provenance is None:
                         rep.unknown_provenance += 1
                     why = stale_reasons(prev.provenance, prov) if prov is not None else []
-                    failed = retry_failed and any(g.status == "failed" for g in prev.games)
+                    # unparsed and conflicting games too: their rejected replies are asked again
+                    failed = retry_failed and any(g.status in ("failed", "unparsed", "conflict") for g in prev.games)
                     if why:
                         rep.stale += 1
                         rep.stale_reasons.update(why)

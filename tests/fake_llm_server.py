@@ -104,6 +104,8 @@ def reply_text(state: State, body: dict, key: str) -> str:
         if reask:
             if _h(key, "nv2") < faults.get("no_verdict_reask", 0.0):
                 return "I still cannot decide."
+            if _h(key, "cf2") < faults.get("conflict_reask", 0.0):
+                return f"Either [[{label}]] or [[{VERDICTS[(VERDICTS.index(label) + 2) % 5]}]]."
             return f"My final verdict is: [[{label}]]"
         r = _h(key, "content")
         nv = faults.get("no_verdict", 0.0)

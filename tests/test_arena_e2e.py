@@ -84,7 +84,7 @@ def test_faults_kill_and_resume(fake_server, tmp_path):
 
     # Judging meets every fault, including verdict-less and conflicting judgments and
     # requests that fail on every attempt.
-    srv.configure({**srv.config, "faults": {**srv.config["faults"], "no_verdict": 0.05, "conflict": 0.02, "no_verdict_reask": 0.3, "persistent": 0.01}})
+    srv.configure({**srv.config, "faults": {**srv.config["faults"], "no_verdict": 0.05, "conflict": 0.02, "no_verdict_reask": 0.3, "conflict_reask": 0.3, "persistent": 0.01}})
     srv.reset()
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "judge", "--config", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
@@ -116,7 +116,7 @@ def test_faults_kill_and_resume(fake_server, tmp_path):
             assert len(r["games"]) == 2
             for g in r["games"]:
                 if g["score"] is not None:
-                    assert g["score"] in VERDICT_LABELS and g.get("status", "ok") == "ok" and "[[" in g["judgment"]
+                    assert g["score"] in VERDICT_LABELS and g.get("status", "ok") in ("ok", "reasked") and "[[" in g["judgment"]
                     statuses["judged"] += 1
                 else:
                     assert g["status"] in ("unparsed", "conflict", "failed")
