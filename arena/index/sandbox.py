@@ -6,8 +6,11 @@ Containment, in layers (each recorded in :attr:`SandboxResult.isolation`):
 * Linux namespaces: PID (when the program's init exits, every process it spawned is
   killed, so fork bombs and background daemons cannot outlive the run), mount (a private
   ``/proc`` shows only the sandbox's processes; the invoking user's home, ``/tmp``,
-  ``/var/tmp`` and ``/dev/shm`` are replaced by throw-away tmpfs mounts, so writes outside
-  the work directory vanish with the run) and network (only a downed loopback: no network).
+  ``/var/tmp``, ``/dev/shm`` and ``/run`` (so ``/run/lock`` and ``/var/lock``) are replaced
+  by throw-away tmpfs mounts and every other mount is read-only, so nothing written in one
+  run is seen by the next or by a concurrent worker; the work directory is its own tmpfs
+  capped at ``SandboxLimits.work_size``, so a program cannot fill the host disk), IPC (SysV
+  IPC and POSIX message queues of its own) and network (only a downed loopback).
   As root these need no user namespace; otherwise an unprivileged user namespace is used
   where the kernel allows it, and without namespaces the run still has the limits below;
 * ``resource.setrlimit``: CPU seconds, address space (memory), processes, file size,
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 JAIL = Path(__file__).with_name("_jail.py")
+EXIT_MEMORY, EXIT_FSIZE = 121, 122  # set by the jail's wrapper (see _jail.py)
 SAFE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -58,6 +62,7 @@ class SandboxLimits:
     wall_seconds: float = 30.0
     max_output_bytes: int = 1024**2
     tmpfs_size: str = "64m"
+    work_size: str = "128m"  # the work directory's own tmpfs
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,8 @@ class SandboxJob:
 @dataclass
 class SandboxResult:
     status: str  # ok | failed | timeout | cpu_limit | memory_limit | file_limit | killed | setup_error
+    # ok only says the process exited 0: a grader needs positive evidence on top of it
+    # (see arena.index.graders.code), since a program can exit 0 whenever it likes.
     returncode: int | None
     signal: int | None
     stdout: str
@@ -89,7 +96,7 @@ class SandboxResult:
 
 def _hidden_dirs() -> list[str]:
     home = os.path.expanduser("~")
-    dirs = ["/tmp", "/var/tmp", "/dev/shm"]
+    dirs = ["/tmp", "/var/tmp", "/dev/shm", "/run", "/var/lock"]
     if home not in ("/", "") and os.path.isdir(home):
         dirs.append(home)
     return dirs
@@ -127,14 +134,27 @@ class Sandbox:
     def run(self, job: SandboxJob | str, *, slot: int = 0) -> SandboxResult:
         if isinstance(job, str):
             job = SandboxJob(job)
-        lim = self.limits
-        run_uid = self.base_uid + slot if self._root else None
-        # Parent-only dir (stdout/stderr/status) next to the program's work dir.
-        outer = Path(tempfile.mkdtemp(prefix="arena-sbx-"))
-        outer.chmod(0o711)  # traversable, not listable, in case namespaces are unavailable
-        work = outer / "work"
-        work.mkdir()
+        live = self.spawn(job, slot=slot)
+        timed_out = False
         try:
+            live.proc.wait(timeout=self.limits.wall_seconds)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        return live.finish(timed_out=timed_out)
+
+    def spawn(self, job: SandboxJob, *, slot: int = 0, uid_offset: int = 0, interactive: bool = False) -> "LiveRun":
+        """Start ``job`` and return at once. ``interactive``: the program's stdin and stdout are
+        pipes (``LiveRun.proc.stdin`` / ``.stdout``) instead of files; ``uid_offset`` gives a
+        second process of the same slot (a test harness) a uid of its own, so the two cannot
+        signal or read each other. The caller must call :meth:`LiveRun.finish`."""
+        lim = self.limits
+        run_uid = self.base_uid + uid_offset + slot if self._root else None
+        # Parent-only dir (stdout/stderr/status) next to the program's staged work dir.
+        outer = Path(tempfile.mkdtemp(prefix="arena-sbx-"))
+        try:
+            outer.chmod(0o711)  # traversable, not listable, in case namespaces are unavailable
+            work = outer / "work"
+            work.mkdir()
             (work / "main.py").write_text(job.program, encoding="utf-8")
             for name, text in job.files.items():
                 target = (work / name).resolve()
@@ -145,7 +165,6 @@ class Sandbox:
             if run_uid is not None:
                 for p in [work, *work.rglob("*")]:
                     os.chown(p, run_uid, run_uid)
-            (outer / "stdin").write_text(job.stdin, encoding="utf-8")
             rfd, wfd = os.pipe()
             prefixes = sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(self.python))})
             cfg = {
@@ -157,6 +176,7 @@ class Sandbox:
                 "hide": _hidden_dirs(),
                 "rebind": prefixes,
                 "tmpfs_size": lim.tmpfs_size,
+                "work_size": lim.work_size,
                 "run_uid": run_uid,
                 "env": self.env,
                 "limits": {
@@ -166,41 +186,24 @@ class Sandbox:
                 },
             }
             t0 = time.perf_counter()
-            with open(outer / "stdin", "rb") as fin, open(outer / "stdout", "wb") as fout, open(outer / "stderr", "wb") as ferr:
-                proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(JAIL), json.dumps(cfg)],
-                    stdin=fin, stdout=fout, stderr=ferr, pass_fds=(wfd,), start_new_session=True,
-                    env={}, close_fds=True,
-                )
+            with open(outer / "stderr", "wb") as ferr:
+                if interactive:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-I", "-S", str(JAIL), json.dumps(cfg)], stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=ferr, pass_fds=(wfd,), start_new_session=True, env={}, close_fds=True,
+                    )
+                else:
+                    (outer / "stdin").write_text(job.stdin, encoding="utf-8")
+                    with open(outer / "stdin", "rb") as fin, open(outer / "stdout", "wb") as fout:
+                        proc = subprocess.Popen(
+                            [sys.executable, "-I", "-S", str(JAIL), json.dumps(cfg)], stdin=fin, stdout=fout,
+                            stderr=ferr, pass_fds=(wfd,), start_new_session=True, env={}, close_fds=True,
+                        )
             os.close(wfd)
-            timed_out = False
-            try:
-                proc.wait(timeout=lim.wall_seconds)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            # Kill the session either way: the namespace init dies, and the kernel kills the rest.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            if run_uid is not None:
-                _sweep_uid(run_uid)
-            wall = time.perf_counter() - t0
-            with os.fdopen(rfd, "rb") as f:
-                raw = f.read()
-            status = {"isolation": {}, "exit": None, "signal": signal.SIGKILL}
-            for line in raw.decode("utf-8", errors="replace").splitlines():
-                if line.strip():
-                    status.update(json.loads(line))
-            stdout = _read_capped(outer / "stdout", lim.max_output_bytes)
-            stderr = _read_capped(outer / "stderr", lim.max_output_bytes)
-            return SandboxResult(
-                status=_classify(status, stderr, timed_out), returncode=status.get("exit"), signal=status.get("signal"),
-                stdout=stdout, stderr=stderr, wall_seconds=wall, isolation=status.get("isolation", {}), tag=job.tag,
-            )
-        finally:
+        except BaseException:
             shutil.rmtree(outer, ignore_errors=True)
+            raise
+        return LiveRun(self, job, proc, rfd, outer, run_uid, t0)
 
     # ------------------------------------------------------------------ batch
     def run_slotted(self, job: SandboxJob | str) -> SandboxResult:
@@ -223,6 +226,58 @@ class Sandbox:
 
         with ThreadPoolExecutor(self.workers) as pool:
             return list(pool.map(one, range(len(jobs))))
+
+
+@dataclass
+class LiveRun:
+    """A started sandbox run; :meth:`finish` kills what is left and collects the result."""
+
+    sandbox: Sandbox
+    job: SandboxJob
+    proc: subprocess.Popen
+    status_fd: int
+    outer: Path
+    run_uid: int | None
+    t0: float
+
+    def kill(self) -> None:
+        # Kill the session: the namespace init dies, and the kernel kills the rest.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self, *, timed_out: bool = False) -> SandboxResult:
+        lim = self.sandbox.limits
+        try:
+            self.kill()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+            self.proc.wait()
+            if self.run_uid is not None:
+                _sweep_uid(self.run_uid)
+            wall = time.perf_counter() - self.t0
+            with os.fdopen(self.status_fd, "rb") as f:
+                raw = f.read()
+            status: dict = {"isolation": {}, "exit": None, "signal": signal.SIGKILL}
+            for line in raw.decode("utf-8", errors="replace").splitlines():
+                try:
+                    status.update(json.loads(line))
+                except ValueError:
+                    continue
+            out = self.outer / "stdout"
+            stdout = _read_capped(out, lim.max_output_bytes) if out.exists() else ""
+            stderr = _read_capped(self.outer / "stderr", lim.max_output_bytes)
+            return SandboxResult(
+                status=_classify(status, timed_out), returncode=status.get("exit"), signal=status.get("signal"),
+                stdout=stdout, stderr=stderr, wall_seconds=wall, isolation=status.get("isolation", {}), tag=self.job.tag,
+            )
+        finally:
+            shutil.rmtree(self.outer, ignore_errors=True)
 
 
 def _sweep_uid(uid: int, patience: float = 5.0) -> None:
@@ -255,19 +310,22 @@ def _read_capped(path: Path, cap: int) -> str:
     return text + ("\n[output truncated]" if len(data) > cap else "")
 
 
-def _classify(status: dict, stderr: str, timed_out: bool) -> str:
+def _classify(status: dict, timed_out: bool) -> str:
+    """From the wall clock, the signal, the exit code the jail's wrapper sets for
+    ``MemoryError`` / "file too large", and the CPU time used: never from the program's
+    output, which it controls (a correct program may print "MemoryError")."""
     if timed_out:
         return "timeout"
+    if status.get("setup_error"):
+        return "setup_error"
     sig = status.get("signal")
     code = status.get("exit")
-    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and (status.get("cpu_exceeded") or "cpu" in stderr.lower())):
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and status.get("cpu_exceeded")):
         return "cpu_limit"
-    if sig == signal.SIGXFSZ or "File too large" in stderr:
+    if sig == signal.SIGXFSZ or code == EXIT_FSIZE:
         return "file_limit"
-    if "MemoryError" in stderr or "Cannot allocate memory" in stderr:
+    if code == EXIT_MEMORY:
         return "memory_limit"
     if sig is not None:
         return "killed"
-    if code == 120 and "sandbox setup failed" in stderr:
-        return "setup_error"
     return "ok" if code == 0 else "failed"

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from arena.index.graders.code import extract_code, humaneval_program, lcb_program
+from arena.index.graders.code import extract_code, grade_lcb, humaneval_program
 from arena.index.sandbox import Sandbox, SandboxJob, SandboxLimits
 
 
@@ -156,12 +156,12 @@ def test_extract_code_and_lcb_harnesses(sandbox):
     code = extract_code(resp)
     assert code == "n = int(input())\nprint(n * 2)"
     assert extract_code("no code") is None
-    ok = sandbox.run(lcb_program(code, [{"input": "3\n", "output": "6\n"}, {"input": "5\n", "output": "10"}], testtype="stdin"))
-    assert ok.passed, ok.stderr
-    bad = sandbox.run(lcb_program(code, [{"input": "3\n", "output": "7\n"}], testtype="stdin"))
-    assert bad.status == "failed"
+    ok = grade_lcb(sandbox, code, [{"input": "3\n", "output": "6\n"}, {"input": "5\n", "output": "10"}], testtype="stdin")
+    assert ok.passed and ok.tests_passed == 2, ok.to_dict()
+    bad = grade_lcb(sandbox, code, [{"input": "3\n", "output": "7\n"}], testtype="stdin")
+    assert bad.status == "wrong_answer"
     fn = "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n                return [seen[target - x], i]\n            seen[x] = i\n"
     tests = [{"input": "[2,7,11,15]\n9", "output": "[0, 1]"}, {"input": "[3,2,4]\n6", "output": "[1, 2]"}]
-    assert sandbox.run(lcb_program(fn, tests, testtype="functional", fn_name="twoSum")).passed
+    assert grade_lcb(sandbox, fn, tests, testtype="functional", fn_name="twoSum").passed
     wrong = fn.replace("return [seen[target - x], i]", "return [i, seen[target - x]]")
-    assert sandbox.run(lcb_program(wrong, tests, testtype="functional", fn_name="twoSum")).status == "failed"
+    assert grade_lcb(sandbox, wrong, tests, testtype="functional", fn_name="twoSum").status == "wrong_answer"
