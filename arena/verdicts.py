@@ -61,9 +61,9 @@ _QUOTE_RES = [
 ]
 # Words that report what someone else wrote: a label after them is a quotation or paraphrase.
 _ATTRIBUTION_RE = re.compile(
-    r"\b(writ\w*|wrote|say\w*|said|stat(?:e|es|ed|ing)|claim\w*|end(?:s|ed|ing)?|contain\w*|includ\w*|insert\w*|inject\w*|"
+    r"\b(writ\w*|wrote|say\w*|said|stat(?:e|es|ed|ing)|claim\w*|end(?:s|ed|ing)|contain\w*|includ\w*|insert\w*|inject\w*|"
     r"tr(?:y|ies|ied|ying)|ask\w*|instruct\w*|quot\w*|output\w*|append\w*|suggest\w*|demand\w*|request\w*|tell\w*|told|"
-    r"reads?|prints?|adds?|added|embed\w*|hid\w*|pretend\w*|fake\w*|spoof\w*|manipulat\w*|lists?|listed|want\w*|"
+    r"reads?|prints?|adds?|added|conclud\w*|finish\w*|sign(?:s|ed|ing)?|embed\w*|hid\w*|pretend\w*|fake\w*|spoof\w*|manipulat\w*|lists?|listed|want\w*|"
     r"like|would|should|must|tells?|example|e\.g|such|line|text|string|section|copy|copied|repeat\w*)\b",
     re.I,
 )
@@ -73,6 +73,7 @@ _VERDICT_WORDS = frozenset(
     "better tie relatively same therefore thus so hence which in conclusion summary conclusion i find judge "
     "and is are both equal equally than other".split()
 )
+_LABEL_ONLY_RE = re.compile(r"[\"'“„«「『`]\s*" + LABEL_RE.pattern + r"\s*[.!]?\s*[\"'”“»」』`]")
 _CUE_RE = re.compile(r"\b(verdict|final)\b", re.I)
 _JSON_RE = re.compile(r"\{.*\}", re.S)
 
@@ -138,10 +139,13 @@ def parse_verdict(judgment: str | None, quoted: Iterable[str] = ()) -> Verdict:
             continue
         line_start = text.rfind("\n", 0, m.start()) + 1
         prefix = text[line_start:m.start()]
-        if not _states_verdict(prefix, strict=label in in_sources):
+        copyable = label in in_sources
+        if not _states_verdict(prefix, strict=copyable) or (copyable and _introduced_as_quote(text, line_start)):
             ignored += 1
             continue
-        verdicts.append((label, bool(_CUE_RE.search(prefix))))
+        # A second label on the line ("[[B>A]] or perhaps [[A=B]]") is hesitation, not a correction.
+        tail = prefix[max((x.end() for x in LABEL_RE.finditer(prefix)), default=0):]
+        verdicts.append((label, bool(_CUE_RE.search(tail))))
     labels = tuple(lbl for lbl, _ in verdicts)
     if not verdicts:
         return Verdict(None, "missing", labels, ignored)
@@ -184,7 +188,16 @@ REASK_JSON_SCHEMA = {
 
 
 def _quoted_spans(text: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for rx in _QUOTE_RES for m in rx.finditer(text)]
+    # A quote holding nothing but a label is the judge's emphasis (My final verdict is: "[[B>A]]");
+    # a quoted label from an answer comes with its attribution, which rule 2 sets aside.
+    return [(m.start(), m.end()) for rx in _QUOTE_RES for m in rx.finditer(text) if not _LABEL_ONLY_RE.fullmatch(m.group(0))]
+
+
+def _introduced_as_quote(text: str, line_start: int) -> bool:
+    """The previous non-empty line introduces a quotation ("Assistant A concludes:")."""
+    before = text[:line_start].rstrip()
+    prev = before[before.rfind("\n") + 1:].strip(" *_#")
+    return prev.endswith(":") and bool(_ATTRIBUTION_RE.search(prev))
 
 
 def _states_verdict(prefix: str, strict: bool) -> bool:
