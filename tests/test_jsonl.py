@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from arena.errors import InputError
-from arena.io.jsonl import JsonlAppender, append_jsonl, dumps, newest_per_key, read_jsonl, repair_torn_tail, write_json, write_jsonl
+from arena.io.jsonl import JsonlAppender, append_jsonl, dumps, read_jsonl, repair_torn_tail, write_json, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,9 +121,7 @@ def test_write_keeps_permissions(tmp_path):
     assert json.loads((tmp_path / "m.json").read_text()) == {"k": [1, 2]}
 
 
-def test_newest_per_key_and_dumps():
-    items = [("q1", 1), ("q2", 1), ("q1", 2), ("q3", 1), ("q2", 2)]
-    assert newest_per_key(items, key=lambda t: t[0]) == [("q1", 2), ("q2", 2), ("q3", 1)]
+def test_dumps_one_line():
     assert "\n" not in dumps({"a": "x\ny\u2028"})
 
 

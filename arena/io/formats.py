@@ -29,7 +29,7 @@ VERDICT_LABELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 
 # --------------------------------------------------------------------------- JSONL I/O
 # One JSONL module for the project (arena/io/jsonl.py); re-exported here for older imports.
-from arena.io.jsonl import JsonlAppender, jsonl_files, newest_per_key, open_text, read_jsonl, repair_torn_tail, write_jsonl  # noqa: E402,F401
+from arena.io.jsonl import JsonlAppender, jsonl_files, open_text, read_jsonl, repair_torn_tail, write_jsonl  # noqa: E402,F401
 
 
 def model_name_from_file(path: Path) -> str:

@@ -324,14 +324,3 @@ def jsonl_files(path: str | Path) -> list[Path]:
     if not path.is_dir():
         raise InputError("no such file or directory", path=str(path))
     return sorted(p for p in path.iterdir() if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz")))
-
-
-def newest_per_key(items: Iterable[Any], key: Callable[[Any], Any]) -> list[Any]:
-    """One item per key, the newest winning: the later one in input (file) order.
-
-    Output keeps the position of each key's first occurrence, so a compacted file keeps its
-    order. This is the project's one duplicate policy (answers, judgments, annotations)."""
-    latest: dict[Any, Any] = {}
-    for it in items:
-        latest[key(it)] = it  # a dict keeps the first insertion's position
-    return list(latest.values())
