@@ -1,7 +1,10 @@
-"""Bench: HumanEval's 164 canonical solutions through the sandbox vs. plain subprocesses.
+"""Bench: HumanEval's 164 canonical solutions graded through the sandbox vs. plain subprocesses.
 
+Sandboxed: :func:`grade_humaneval` per problem (a solution process and a harness process,
+both jailed, calls relayed as plain data), ``workers`` problems at a time.
 Reference method (same run): ``python -c program`` per problem in a bare subprocess pool
-with the same worker count and no isolation. Target: sandbox <= 30 s on 2 cores.
+with the same worker count and no isolation (exit status as the verdict, as HumanEval's
+own runner does). Target: sandbox <= 30 s on 2 cores.
 Usage: python bench/index_sandbox.py [--workers 2]
 """
 
@@ -16,8 +19,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from arena.index.graders.code import humaneval_program
-from arena.index.sandbox import Sandbox, SandboxJob, SandboxLimits
+from arena.index.graders.code import grade_humaneval, humaneval_program
+from arena.index.sandbox import Sandbox, SandboxLimits
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "index" / "humaneval" / "HumanEval.jsonl.gz"
 
@@ -33,7 +36,9 @@ def main() -> None:
 
     sb = Sandbox(SandboxLimits(cpu_seconds=10, wall_seconds=30), workers=args.workers)
     t0 = time.perf_counter()
-    results = sb.run_many([SandboxJob(p) for p in programs])
+    with ThreadPoolExecutor(args.workers) as pool:
+        results = list(pool.map(lambda p: grade_humaneval(sb, p["prompt"], p["canonical_solution"], p["test"], p["entry_point"],
+                                                          tag=p["task_id"]), probs))
     t_sandbox = time.perf_counter() - t0
     passed = sum(r.passed for r in results)
 
@@ -45,7 +50,7 @@ def main() -> None:
         bare_ok = sum(pool.map(bare, programs))
     t_bare = time.perf_counter() - t0
 
-    iso = results[0].isolation
+    iso = results[0].runs[0]["isolation"]
     print(f"problems: {len(programs)}  workers: {args.workers}  isolation: {iso}")
     print(f"sandbox:   {passed}/{len(programs)} passed in {t_sandbox:.2f} s ({t_sandbox / len(programs) * 1000:.0f} ms/problem)")
     print(f"reference: {bare_ok}/{len(programs)} passed in {t_bare:.2f} s (bare subprocess, no isolation)")

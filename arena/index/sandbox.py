@@ -247,9 +247,22 @@ class LiveRun:
         except ProcessLookupError:
             pass
 
-    def finish(self, *, timed_out: bool = False) -> SandboxResult:
+    def finish(self, *, timed_out: bool = False, grace: float = 0.0) -> SandboxResult:
+        """``grace``: seconds to let the program exit by itself after its stdin closes, so
+        the jail reaps it (a namespace init killed under the jail's feet lingers as a zombie
+        until the host's init reaps it)."""
         lim = self.sandbox.limits
         try:
+            if grace > 0 and not timed_out:
+                if self.proc.stdin is not None:
+                    try:
+                        self.proc.stdin.close()
+                    except OSError:
+                        pass
+                try:
+                    self.proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    pass
             self.kill()
             for pipe in (self.proc.stdin, self.proc.stdout):
                 if pipe is not None:
@@ -289,7 +302,7 @@ def _sweep_uid(uid: int, patience: float = 5.0) -> None:
         for name in os.listdir("/proc"):
             if name.isdigit():
                 try:
-                    if os.stat(f"/proc/{name}").st_uid == uid:
+                    if os.stat(f"/proc/{name}").st_uid == uid and not _zombie(name):
                         alive.append(int(name))
                 except OSError:
                     continue
@@ -301,6 +314,15 @@ def _sweep_uid(uid: int, patience: float = 5.0) -> None:
             except OSError:
                 pass
         time.sleep(0.02)
+
+
+def _zombie(pid: str) -> bool:
+    """Dead and waiting to be reaped by its parent (or the host's init): nothing to kill."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _read_capped(path: Path, cap: int) -> str:

@@ -688,8 +688,9 @@ def _harnessed(sandbox: Sandbox, solution_src: str, prelude: str, harness_cfg: d
         problem = problem or f"channel closed: {exc}"
     finally:
         watchdog.cancel()
-        sol_res = sol.finish(timed_out=timed_out.is_set())
-        har_res = har.finish(timed_out=timed_out.is_set())
+        # The harness exits after its report; the solution when its requests end.
+        har_res = har.finish(timed_out=timed_out.is_set(), grace=0.5 if done is not None else 0.0)
+        sol_res = sol.finish(timed_out=timed_out.is_set(), grace=0.5 if done is not None else 0.0)
     runs = [_run_summary(sol_res, "solution"), _run_summary(har_res, "harness")]
     stderr = sol_res.stderr
     passed = sum(1 for k in range(n_cases) if cases.get(k, {}).get("passed") is True)
