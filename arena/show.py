@@ -50,7 +50,29 @@ def compute_leaderboard(judgments: Sequence[Judgment], opts: ShowOptions, answer
     tokens: dict[str, float] = {}
     for d in answer_dirs:
         tokens.update(average_tokens(read_answers(d, allow_empty=True)))
-    return leaderboard(battles, opts.baseline, n_bootstrap=opts.n_bootstrap, ci=opts.ci, rng=np.random.default_rng(opts.seed), avg_tokens=tokens)
+    lb = leaderboard(battles, opts.baseline, n_bootstrap=opts.n_bootstrap, ci=opts.ci, rng=np.random.default_rng(opts.seed), avg_tokens=tokens)
+    add_verdict_health(lb, judgments)
+    return lb
+
+
+def add_verdict_health(lb: Leaderboard, judgments: Sequence[Judgment]) -> None:
+    """Per-model shares of unparsed and re-asked games (%) and the outlier flag (rule in
+    ``arena/verdicts.py``) as leaderboard columns."""
+    from arena.verdicts import verdict_outliers, verdict_shares
+
+    shares = verdict_shares(judgments)
+    flagged = verdict_outliers(shares)
+    models = lb.table["model"]
+    lb.table["unparsed_pct"] = models.map(shares["unparsed_pct"]).astype(float)
+    lb.table["reasked_pct"] = models.map(shares["reasked_pct"]).astype(float)
+    lb.table["verdict_flag"] = models.isin(list(flagged))
+
+
+def verdict_warnings(judgments: Sequence[Judgment]) -> list[str]:
+    """One line per model whose unparsed/re-asked share is far above the others'."""
+    from arena.verdicts import verdict_outliers, verdict_shares
+
+    return list(verdict_outliers(verdict_shares(judgments)).values())
 
 
 def attach_categories(judgments: Sequence[Judgment], questions_file: Path | None) -> list[Judgment]:
@@ -85,6 +107,9 @@ def write_leaderboard(lb: Leaderboard, path: Path) -> None:
 
         path.write_text(json.dumps(payload, indent=2))
     elif path.suffix == ".csv":
-        lb.table.to_csv(path, index=False)
+        table = lb.table
+        if "tied_with" in table.columns:  # a list per model: one ';'-separated cell in CSV
+            table = table.assign(tied_with=[";".join(t) if isinstance(t, list) else "" for t in table["tied_with"]])
+        table.to_csv(path, index=False)
     else:
         raise InputError("output must end in .csv or .json", path=str(path))

@@ -4,21 +4,26 @@ Games become *battles* between a model and its opponent (the baseline, in arena-
 verdict (``>>``) counts ``strong_weight`` times, a tie counts as half a win, as in
 arena-hard-auto. When every battle is against one baseline, the Bradley–Terry MLE of each
 model's win probability against it is exactly its weighted mean score, so we use that closed
-form; otherwise we fit general Bradley–Terry by Newton's method. The bootstrap resamples
-*prompts* (both games of a prompt stay together) with an explicit ``numpy.random.Generator``;
-point estimates come from the full data.
+form; otherwise we fit general Bradley–Terry with the one Newton solver of
+:mod:`arena.stats.bradley_terry` (style control's, with no covariate). The bootstrap is the
+prompt-level one of :mod:`arena.stats.bootstrap` (both games of a prompt stay together), driven by
+an explicit ``numpy.random.Generator``; point estimates come from the full data. Ranks and rank
+intervals follow :mod:`arena.stats.ranks`.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from arena.io.formats import Judgment
+from arena.stats.bootstrap import Bootstrap, bootstrap_prompts, bootstrap_rows, percentile_interval
+from arena.stats.bradley_terry import fit_bradley_terry
+from arena.stats.ranks import rank_intervals
 
 # Score of the model (not the baseline) for each label, by the position the model held.
 _MODEL_SCORE_AS_B = {"A>>B": 0.0, "A>B": 0.0, "A=B": 0.5, "B>A": 1.0, "B>>A": 1.0}
@@ -68,61 +73,21 @@ def bradley_terry_mle(
     anchor: int = 0,
     tol: float = 1e-10,
     max_iter: int = 100,
-    ridge: float = 0.0,
 ) -> np.ndarray:
-    """General Bradley–Terry by Newton's method with a backtracking line search.
+    """General Bradley–Terry MLE: natural-log strengths with ``theta[anchor] = 0``.
 
     Battle ``k`` is item ``i[k]`` against ``j[k]`` with ``score[k]`` in [0, 1] for ``i`` (ties 0.5)
-    and ``weight[k]``. Returns natural-log strengths with ``theta[anchor] = 0``. The problem is
-    convex, so Newton converges quadratically; ``ridge`` (an L2 penalty) keeps undefeated items
-    finite if wanted.
+    and ``weight[k]`` (``(n,)``, or ``(R, n)`` for R replicates, giving ``(R, n_items)``). This
+    is :func:`arena.stats.bradley_terry.fit_bradley_terry` with no covariate: the same Newton
+    solver as style control, so the two cannot drift apart.
     """
-    won = np.zeros((n_items, n_items))
-    tot = np.zeros((n_items, n_items))
-    np.add.at(won, (i, j), weight * score)
-    np.add.at(won, (j, i), weight * (1.0 - score))
-    np.add.at(tot, (i, j), weight)
-    np.add.at(tot, (j, i), weight)
-    free = np.array([k for k in range(n_items) if k != anchor])
-    theta = np.zeros(n_items)
-
-    def nll(t: np.ndarray) -> float:
-        d = t[:, None] - t[None, :]
-        return float(np.sum(won * np.logaddexp(0.0, -d)) + 0.5 * ridge * np.sum(t * t))
-
-    f = nll(theta)
-    for _ in range(max_iter):
-        d = theta[:, None] - theta[None, :]
-        p = 1.0 / (1.0 + np.exp(-d))
-        grad = -(won - tot * p).sum(axis=1) + ridge * theta
-        w = tot * p * (1.0 - p)
-        hess = -w
-        np.fill_diagonal(hess, w.sum(axis=1) - np.diag(w))
-        hess += ridge * np.eye(n_items)
-        g, h = grad[free], hess[np.ix_(free, free)]
-        if np.linalg.norm(g) < tol:
-            break
-        step = np.linalg.lstsq(h, -g, rcond=None)[0]
-        t_new = theta.copy()
-        alpha = 1.0
-        while alpha > 1e-12:
-            t_new[free] = theta[free] + alpha * step
-            f_new = nll(t_new)
-            if f_new <= f + 1e-4 * alpha * float(g @ step):
-                break
-            alpha *= 0.5
-        theta, f = t_new, f_new
-    return theta
-
-
-def bootstrap_counts(n_prompts: int, n_rounds: int, rng: np.random.Generator) -> np.ndarray:
-    """How often each prompt is drawn in each bootstrap round, shape ``(n_rounds, n_prompts)``."""
-    return rng.multinomial(n_prompts, np.full(n_prompts, 1.0 / n_prompts), size=n_rounds).astype(np.float64)
+    fit = fit_bradley_terry(n_items, i, j, score, weight, anchor=anchor, tol=tol, max_iter=max_iter)
+    return fit.theta[0] if np.ndim(weight) == 1 else fit.theta
 
 
 @dataclass
 class Leaderboard:
-    table: pd.DataFrame          # model, score, lower, upper, n_battles, n_unparsed, avg_tokens
+    table: pd.DataFrame          # model, score, lower, upper, rank, rank_lower, rank_upper, tied_with, n_battles, n_unparsed, avg_tokens
     replicates: pd.DataFrame     # bootstrap win rates (%), one column per model
     method: str                  # "closed-form" or "bradley-terry"
     ci: float
@@ -136,37 +101,44 @@ def leaderboard(
     ci: float = 0.95,
     rng: np.random.Generator | None = None,
     avg_tokens: dict[str, float] | None = None,
+    resample: str = "prompt",
 ) -> Leaderboard:
-    """Win rate (%) against ``baseline`` with percentile bootstrap CIs over prompts."""
+    """Win rate (%) against ``baseline`` with percentile bootstrap CIs and rank intervals.
+
+    ``resample="prompt"`` (the default, and the right one) is the prompt-level bootstrap of
+    :mod:`arena.stats.bootstrap`; ``"game"`` resamples games one by one and exists only to show,
+    in the CI-coverage audit, that it under-covers."""
     if not 0 < ci < 1:
         raise ValueError("ci must be in (0, 1)")
     rng = rng if rng is not None else np.random.default_rng(0)
     if battles.empty:
         raise ValueError("no battles")
-    prompts = pd.Index(sorted(battles["question_id"].unique()))
-    p_idx = prompts.get_indexer(battles["question_id"])
-    counts = bootstrap_counts(len(prompts), n_bootstrap, rng) if n_bootstrap > 0 else np.zeros((0, len(prompts)))
+    if resample == "prompt":
+        boot = bootstrap_prompts(battles["question_id"].to_numpy(), n_bootstrap, rng)
+    elif resample == "game":
+        boot = bootstrap_rows(len(battles), n_bootstrap, rng)
+    else:
+        raise ValueError(f"unknown resampling unit {resample!r} (prompt, game)")
     parsed = battles["weight"].to_numpy() > 0
     single_baseline = bool((battles["opponent"] == baseline).all())
     if single_baseline:
+        # Closed form, exactly the BT MLE: with every battle against the baseline the likelihood
+        # factorises per model, and sigma(theta_m - theta_base) maximises model m's factor at its
+        # weighted share of wins. Per unit sums make all replicates one matrix product.
         models = pd.Index(sorted(battles["model"].unique()))
         m_idx = models.get_indexer(battles["model"])
-        ws = np.zeros((len(prompts), len(models)))
-        w = np.zeros((len(prompts), len(models)))
+        ws = np.zeros((len(boot.units), len(models)))
+        w = np.zeros((len(boot.units), len(models)))
         sw = battles["weight"].to_numpy() * np.nan_to_num(battles["score"].to_numpy())
-        np.add.at(ws, (p_idx, m_idx), sw)
-        np.add.at(w, (p_idx, m_idx), battles["weight"].to_numpy())
+        np.add.at(ws, (boot.unit_of_row, m_idx), sw)
+        np.add.at(w, (boot.unit_of_row, m_idx), battles["weight"].to_numpy())
         point = weighted_win_rate(ws.sum(0), w.sum(0))
-        reps = weighted_win_rate(counts @ ws, counts @ w) if n_bootstrap > 0 else np.zeros((0, len(models)))
+        reps = weighted_win_rate(boot.counts @ ws, boot.counts @ w) if n_bootstrap > 0 else np.zeros((0, len(models)))
         method = "closed-form"
     else:
-        models, point, reps = _general_bt(battles, baseline, prompts, p_idx, counts)
+        models, point, reps = _general_bt(battles, baseline, boot)
         method = "bradley-terry"
-    alpha = (1.0 - ci) / 2.0
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a model with no parsed game has no CI
-        lower = np.nanquantile(reps, alpha, axis=0) if len(reps) else np.full(len(models), np.nan)
-        upper = np.nanquantile(reps, 1 - alpha, axis=0) if len(reps) else np.full(len(models), np.nan)
+    lower, upper = percentile_interval(reps, ci) if len(reps) else (np.full(len(models), np.nan),) * 2
     stats = battles.assign(parsed=parsed).groupby("model").agg(n_battles=("parsed", "sum"), n_games=("parsed", "size"))
     table = pd.DataFrame({"model": models, "score": 100 * point, "lower": 100 * lower, "upper": 100 * upper})
     table["n_battles"] = stats["n_battles"].reindex(models).fillna(0).astype(int).to_numpy()
@@ -177,12 +149,35 @@ def leaderboard(
         base_row = {"model": baseline, "score": 50.0, "lower": 50.0, "upper": 50.0, "n_battles": n_base, "n_unparsed": int(vs_base.sum()) - n_base}
         table = pd.concat([table, pd.DataFrame([base_row])], ignore_index=True)
     table["avg_tokens"] = table["model"].map(avg_tokens or {}).astype(float)
-    table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
     replicates = pd.DataFrame(100 * reps, columns=list(models))
+    table = with_ranks(table, replicates, baseline, ci)
     return Leaderboard(table=table, replicates=replicates, method=method, ci=ci)
 
 
-def _general_bt(battles: pd.DataFrame, baseline: str, prompts: pd.Index, p_idx: np.ndarray, counts: np.ndarray):
+def with_ranks(table: pd.DataFrame, replicates: pd.DataFrame, baseline: str, ci: float) -> pd.DataFrame:
+    """``table`` (model, score, ...) sorted by score, with the rank columns of
+    :func:`arena.stats.ranks.rank_intervals` after ``upper``. The baseline, absent from the
+    replicates, scores 50 in every replicate (its win rate against itself)."""
+    names = table["model"].tolist()
+    reps = replicates.reindex(columns=names)
+    if baseline in names and baseline not in replicates.columns:
+        reps[baseline] = 50.0
+    ranks = rank_intervals(names, table["score"].to_numpy(float), reps.to_numpy(float), ci)
+    out = table.drop(columns=[c for c in RANK_COLUMNS if c in table.columns])
+    at = list(out.columns).index("upper") + 1 if "upper" in out.columns else len(out.columns)
+    for k, col in enumerate(RANK_COLUMNS):
+        vals = ranks[col].tolist()
+        if col != "tied_with":  # whole ranks print and serialise as ints; NaN (no replicate) as None
+            vals = [None if v != v else int(v) for v in vals]
+        out.insert(at + k, col, pd.Series(vals, dtype=object).to_numpy())
+    return out.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+
+
+RANK_COLUMNS = ("rank", "rank_lower", "rank_upper", "tied_with")
+
+
+def _general_bt(battles: pd.DataFrame, baseline: str, boot: Bootstrap):
+    """Every replicate in one batched Newton solve, warm-started from the point fit."""
     names = pd.Index(sorted(set(battles["model"]) | set(battles["opponent"])))
     if baseline not in names:
         raise ValueError(f"baseline '{baseline}' is in no battle")
@@ -191,18 +186,19 @@ def _general_bt(battles: pd.DataFrame, baseline: str, prompts: pd.Index, p_idx: 
     j = names.get_indexer(battles["opponent"])[keep]
     s = battles["score"].to_numpy()[keep]
     w = battles["weight"].to_numpy()[keep]
-    pk = p_idx[keep]
     anchor = names.get_loc(baseline)
     models = names.drop(baseline)
     cols = names.get_indexer(models)
-
-    def win_rates(weights: np.ndarray) -> np.ndarray:
-        theta = bradley_terry_mle(len(names), i, j, s, weights, anchor=anchor)
-        return 1.0 / (1.0 + np.exp(-(theta[cols] - theta[anchor])))
-
-    point = win_rates(w)
-    reps = np.array([win_rates(w * c[pk]) for c in counts]) if len(counts) else np.zeros((0, len(models)))
-    return models, point, reps
+    fit = fit_bradley_terry(len(names), i, j, s, w, anchor=anchor, tol=1e-10)
+    point = expit(fit.theta[0, cols])
+    if boot.n_rounds == 0:
+        return models, point, np.zeros((0, len(models)))
+    w_boot = boot.counts[:, boot.unit_of_row[keep]] * w
+    reps = fit_bradley_terry(len(names), i, j, s, w_boot, anchor=anchor, tol=1e-10, init=(fit.theta[0], fit.gamma[0]))
+    theta = reps.theta[:, cols]
+    # A model with no game in a replicate keeps its start value; it has no estimate there.
+    present = (w_boot @ ((i[:, None] == cols) | (j[:, None] == cols)).astype(float)) > 0
+    return models, point, np.where(present, expit(theta), np.nan)
 
 
 def average_tokens(answers: dict[str, dict[str, object]]) -> dict[str, float]:

@@ -1,46 +1,59 @@
 """Style-controlled Bradley–Terry (arena-hard v2 / Chatbot Arena "style control").
 
-Battle ``k`` pits item ``i[k]`` against item ``j[k]``; ``y[k]`` in [0, 1] is the score of ``i``
-(tie 0.5) with weight ``w[k]``, and ``z[k]`` holds style covariates of ``i``'s answer relative to
-``j``'s. The model is
+The model is Bradley–Terry with style covariates ``z`` of the model's answer relative to the
+opponent's, ``logit P(i beats j) = theta_i - theta_j + gamma . z``, fitted exactly by the one
+Newton solver of :mod:`arena.stats.bradley_terry` (plain ratings use the same solver with no
+covariate).
 
-    logit P(i beats j) = theta_i - theta_j + gamma . z
-
-with ``theta[anchor] = 0``. We maximise the weighted log-likelihood *exactly*: damped Newton
-(Armijo backtracking) to a gradient norm <= ``tol`` (default 1e-6), on all bootstrap replicates
-at once. Replicates are prompt-count weight vectors, so every replicate shares one design; the
-Hessian is assembled blockwise with sparse/BLAS products (theta–theta via the battle pairs,
-theta–gamma via the sparse item incidence, gamma–gamma via z⊗z), so one Newton iteration for
-100 replicates costs a few matrix products instead of 100 separate fits. The bootstrap starts
-every replicate from the full-data MLE (its first step needs no exp per replicate), Newton
-directions come from batched Cholesky, and a self-concordance bound certifies most full steps
-without evaluating the likelihood, so a replicate costs about three fused passes over its
-battles. Hand-written because arena-hard's torch LBFGS (fixed 50 iterations, lr 0.1, no line
-search) stops before convergence, and scipy/sklearn would refit every replicate from scratch.
-
-Style covariates (:func:`style_features`), computed from answer metadata as in arena-hard's
-``conv_metadata``:
+Style covariates (:func:`raw_style_features`), computed from answer metadata as in arena-hard's
+``conv_metadata`` (:mod:`arena.stats.markdown_stats` fills it from the text when missing):
 
 * ``length``: normalised length difference ``(L_i - L_j) / (L_i + L_j)`` (tokens);
 * ``markdown``: for headers, lists and bold, the normalised difference of densities
   (count per token) ``(d_i - d_j) / (d_i + d_j)`` (0 when neither answer has any);
+* ``emoji``: the same for the emoji density (emoji per token; emoji as defined in
+  :func:`arena.stats.markdown_stats.emoji_count`), the feature LMArena added in 2025.
 
-each column is then standardised (z-scored over the battles), so coefficients are per SD.
+Each column is then standardised (:class:`StyleNormalisation`), so coefficients are per SD.
+
+Anchored style control: the normalisation constants and the coefficients can be fitted once on a
+reference set of models and frozen (:class:`StyleAnchor`, saved as JSON). With a frozen anchor
+only the strengths are fitted, with ``gamma . z`` as a known offset; when every battle is against
+the baseline (arena-hard's layout) the likelihood then factorises per model, so adding a model
+never moves the others' controlled scores.
 """
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 from scipy.special import expit
 
+from arena.stats.bootstrap import bootstrap_prompts, percentile_interval
+from arena.stats.bradley_terry import BTFit, _Design, _fit, _single_threaded_blas, fit_bradley_terry
+
 MARKDOWN_ELEMENTS = ("header_count", "list_count", "bold_count")
-STYLE_GROUPS = {"length": ("length",), "markdown": tuple(f"{e.removesuffix('_count')}_density" for e in MARKDOWN_ELEMENTS)}
+# Per style group: (metadata count, covariate name); length is special (the token count itself).
+_DENSITY_ELEMENTS = {
+    "markdown": tuple((e, f"{e.removesuffix('_count')}_density") for e in MARKDOWN_ELEMENTS),
+    "emoji": (("emoji_count", "emoji_density"),),
+}
+STYLE_GROUPS = {"length": ("length",), **{g: tuple(name for _, name in els) for g, els in _DENSITY_ELEMENTS.items()}}
+DEFAULT_GROUPS = ("length", "markdown")
+
+# Kept for callers of the former location of the solver.
+StyleBTFit = BTFit
+
+
+def fit_style_bt(n_items, i, j, z, y, weights, **kwargs) -> BTFit:
+    """Style-controlled fit: :func:`arena.stats.bradley_terry.fit_bradley_terry` with covariates ``z``."""
+    return fit_bradley_terry(n_items, i, j, y, weights, z, **kwargs)
 
 
 # --------------------------------------------------------------------------- features
@@ -59,22 +72,30 @@ def _norm_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(s > 0, (a - b) / np.where(s > 0, s, 1.0), 0.0)
 
 
-def style_features(model_meta: pd.DataFrame, opponent_meta: pd.DataFrame, groups: Sequence[str] = ("length", "markdown")) -> pd.DataFrame:
-    """Standardised style covariates of the model's answer relative to the opponent's.
-
-    Both frames hold one row per battle with ``token_len``, ``header_count``, ``list_count``,
-    ``bold_count`` (ints, or conv_metadata dicts summed over their values).
-    """
+def _check_groups(groups: Sequence[str]) -> None:
     unknown = set(groups) - set(STYLE_GROUPS)
     if unknown:
         raise ValueError(f"unknown style groups {sorted(unknown)}; choose from {sorted(STYLE_GROUPS)}")
+
+
+def raw_style_features(model_meta: pd.DataFrame, opponent_meta: pd.DataFrame, groups: Sequence[str] = DEFAULT_GROUPS) -> pd.DataFrame:
+    """Unstandardised style covariates of the model's answer relative to the opponent's.
+
+    Both frames hold one row per battle with ``token_len`` and the counts the groups need
+    (``header_count``, ``list_count``, ``bold_count`` for markdown, ``emoji_count`` for emoji;
+    ints, or conv_metadata dicts summed over their values)."""
+    _check_groups(groups)
     la = model_meta["token_len"].map(_count).to_numpy(float)
     lb = opponent_meta["token_len"].map(_count).to_numpy(float)
     cols: dict[str, np.ndarray] = {}
     if "length" in groups:
         cols["length"] = _norm_diff(la, lb)
-    if "markdown" in groups:
-        for element, name in zip(MARKDOWN_ELEMENTS, STYLE_GROUPS["markdown"]):
+    for group, elements in _DENSITY_ELEMENTS.items():
+        if group not in groups:
+            continue
+        for element, name in elements:
+            if element not in model_meta or element not in opponent_meta:
+                raise ValueError(f"style metadata lacks '{element}' (needed by the {group} style control)")
             ca = model_meta[element].map(_count).to_numpy(float)
             cb = opponent_meta[element].map(_count).to_numpy(float)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -83,305 +104,122 @@ def style_features(model_meta: pd.DataFrame, opponent_meta: pd.DataFrame, groups
             cols[name] = _norm_diff(da, db)
     raw = pd.DataFrame(cols)
     if raw.isna().any().any():
-        raise ValueError("style metadata missing for some battles (token_len / markdown counts)")
-    sd = raw.std(ddof=0).replace(0.0, 1.0)
-    return (raw - raw.mean()) / sd
+        raise ValueError("style metadata missing for some battles (token_len / markdown / emoji counts)")
+    return raw
 
 
-# --------------------------------------------------------------------------- exact fit
-@dataclass
-class StyleBTFit:
-    """Fitted parameters for ``R`` weight vectors: ``theta (R, n_items)`` with the anchor at 0,
-    ``gamma (R, S)``, the final gradient norms and Newton iterations used."""
+@dataclass(frozen=True)
+class StyleNormalisation:
+    """Per-covariate mean and SD used to standardise raw style features (SD 0 is taken as 1:
+    a constant covariate stays 0 and its coefficient unidentified, not infinite)."""
 
-    theta: np.ndarray
-    gamma: np.ndarray
-    grad_norm: np.ndarray
-    n_iter: int
+    columns: tuple[str, ...]
+    mean: tuple[float, ...]
+    sd: tuple[float, ...]
 
+    @classmethod
+    def fit(cls, raw: pd.DataFrame) -> "StyleNormalisation":
+        sd = raw.std(ddof=0).replace(0.0, 1.0)
+        return cls(tuple(raw.columns), tuple(float(x) for x in raw.mean()), tuple(float(x) for x in sd))
 
-class _Design:
-    """Shared sparse pieces of the style-BT design for one set of battles."""
-
-    def __init__(self, n_items: int, i: np.ndarray, j: np.ndarray, z: np.ndarray, anchor: int):
-        n = len(i)
-        self.n_items, self.anchor, self.z = n_items, anchor, z
-        self.free = np.flatnonzero(np.arange(n_items) != anchor)
-        pos = np.full(n_items, -1)
-        pos[self.free] = np.arange(len(self.free))
-        fi, fj = pos[i], pos[j]
-        m = len(self.free)
-        # Incidence of free items: +1 for i, -1 for j (the anchor's column is dropped).
-        rows = np.concatenate([np.flatnonzero(fi >= 0), np.flatnonzero(fj >= 0)])
-        cols = np.concatenate([fi[fi >= 0], fj[fj >= 0]])
-        vals = np.concatenate([np.ones((fi >= 0).sum()), -np.ones((fj >= 0).sum())])
-        self.inc = sparse.csr_matrix((vals, (rows, cols)), shape=(n, m))
-        s = z.shape[1]
-        # Transposed map from curvature weights to the sparse Hessian cells, so one sparse product
-        # per Newton step gives them for all replicates: theta-theta cell (a, b) gets h x_a x_b
-        # (a battle touches at most the 2 x 2 cells of i and j), theta-gamma cell (k, a) gets
-        # h x_a z_k (no (battles x replicates x covariates) array).
-        h_rows, h_cols, h_vals = [], [], []
-        for fa, sa in ((fi, 1.0), (fj, -1.0)):
-            for fb, sb in ((fi, 1.0), (fj, -1.0)):
-                ok = (fa >= 0) & (fb >= 0)
-                h_rows.append(fa[ok] * m + fb[ok])
-                h_cols.append(np.flatnonzero(ok))
-                h_vals.append(np.full(int(ok.sum()), sa * sb))
-        for k in range(s):
-            h_rows.append(m * m + k * m + cols)
-            h_cols.append(rows)
-            h_vals.append(vals * z[rows, k])
-        self.hess_t = sparse.csr_matrix(
-            (np.concatenate(h_vals), (np.concatenate(h_rows), np.concatenate(h_cols))), shape=(m * m + s * m, n)
-        )
-        self.zz_t = np.ascontiguousarray((z[:, :, None] * z[:, None, :]).reshape(n, s * s).T)
-        self.z_t = np.ascontiguousarray(z.T)
-        # Largest |z_k| over battles: bounds how far a step can move any battle's logit.
-        self.zmax = np.abs(z).max(axis=0) if n else np.zeros(s)
-        self.m, self.s = m, s
-
-    def eta(self, theta_free: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-        """Linear predictor, shape (n, R)."""
-        out = self.z @ gamma.T
-        out += self.inc @ theta_free.T
-        return out
-
-    def max_logit_change(self, d_theta: np.ndarray, d_gamma: np.ndarray) -> np.ndarray:
-        """Upper bound, per replicate, on max_k |change of eta_k| for a parameter step: the range
-        of the item steps (anchor at 0) plus sum_k max|z_k| |d_gamma_k|; O(R K), no pass over battles."""
-        hi = np.maximum(d_theta.max(axis=1, initial=0.0), 0.0)
-        lo = np.minimum(d_theta.min(axis=1, initial=0.0), 0.0)
-        return hi - lo + np.abs(d_gamma) @ self.zmax
-
-    @staticmethod
-    def nll(eta: np.ndarray, wy: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """Weighted NLL per replicate, sum w * (log(1 + e^eta) - y * eta), in the stable form
-        log1p(e^-|eta|) + max(eta, 0). ``eta`` may be one shared column (n, 1)."""
-        t = np.abs(eta)
-        np.negative(t, out=t)
-        np.exp(t, out=t)
-        np.log1p(t, out=t)
-        t += np.maximum(eta, 0.0)
-        if eta.shape[1] == 1:
-            return t[:, 0] @ w - eta[:, 0] @ wy
-        return np.einsum("nr,nr->r", w, t) - np.einsum("nr,nr->r", wy, eta)
-
-    def gradient(self, theta_free: np.ndarray, gamma: np.ndarray, w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Gradient (R, K) of the NLL at per-replicate parameters, and the curvature weights
-        w p (1 - p) (n, R) from which :meth:`hessian` builds the Hessian.
-
-        One fused pass over blocks of battles: logits, P(i wins) = 1 / (1 + e^-eta), residual
-        weights w (p - y) and curvature weights, in place. The (battles x replicates)
-        arrays are the whole cost, and a block of them stays in cache across these steps, where
-        whole-array numpy expressions would stream each temporary through memory (measured 1.6x
-        faster). ``theta_free``/``gamma`` may have one row shared by all replicates (a common
-        start); the logits are then computed once. e^-eta overflows to inf for eta < -709,
-        giving p = 0, the right limit."""
-        n, R = w.shape
-        tT, gT = np.ascontiguousarray(theta_free.T), np.ascontiguousarray(gamma.T)
-        g_theta, g_gamma = np.zeros((self.m, R)), np.zeros((self.s, R))
-        h = np.empty((n, R))
-        block = max(512, (1 << 18) // max(R, 1))
-        for a in range(0, n, block):
-            b = min(a + block, n)
-            inc = self.inc[a:b]
-            p = self.z[a:b] @ gT
-            p += inc @ tT
-            np.negative(p, out=p)
-            with np.errstate(over="ignore"):
-                np.exp(p, out=p)
-            p += 1.0
-            np.reciprocal(p, out=p)
-            wb, hb = w[a:b], h[a:b]
-            if p.shape[1] != R:  # shared start: one column of probabilities for all replicates
-                p = np.repeat(p, R, axis=1)
-            r = np.subtract(p, y[a:b, None])
-            r *= wb  # w (p - y)
-            np.multiply(p, wb, out=hb)
-            p *= hb
-            hb -= p  # w p (1 - p)
-            g_theta += inc.T @ r
-            g_gamma += self.z_t[:, a:b] @ r
-        return np.concatenate([g_theta.T, g_gamma.T], axis=1), h
-
-    def hessian(self, h: np.ndarray) -> np.ndarray:
-        """Hessian (R, K, K) from the curvature weights h (n, R), blockwise."""
-        m, s, R = self.m, self.s, h.shape[1]
-        sp = (self.hess_t @ h).T  # (R, m*m + s*m): theta-theta cells, then theta-gamma
-        H = np.empty((R, m + s, m + s))
-        H[:, :m, :m] = sp[:, : m * m].reshape(R, m, m)
-        tg = sp[:, m * m :].reshape(R, s, m)
-        H[:, m:, :m] = tg
-        H[:, :m, m:] = tg.transpose(0, 2, 1)
-        H[:, m:, m:] = (self.zz_t @ h).T.reshape(R, s, s)
-        return H
+    def apply(self, raw: pd.DataFrame) -> pd.DataFrame:
+        if tuple(raw.columns) != self.columns:
+            raise ValueError(f"style covariates {list(raw.columns)} do not match the normalisation's {list(self.columns)}")
+        return (raw - np.asarray(self.mean)) / np.asarray(self.sd)
 
 
-def fit_style_bt(
-    n_items: int,
-    i: np.ndarray,
-    j: np.ndarray,
-    z: np.ndarray,
-    y: np.ndarray,
-    weights: np.ndarray,
-    *,
-    anchor: int = 0,
-    tol: float = 1e-6,
-    max_iter: int = 100,
-    init: tuple[np.ndarray, np.ndarray] | None = None,
-) -> StyleBTFit:
-    """Exact weighted MLE of style-controlled Bradley–Terry by damped Newton.
-
-    ``weights`` is ``(n,)`` or ``(R, n)`` (one row per bootstrap replicate); all replicates are
-    solved together. Converged when every replicate's gradient norm (of the summed negative
-    log-likelihood) is <= ``tol``; raises ``RuntimeError`` otherwise. An undefeated item has an
-    infinite MLE: its strength grows until the gradient falls below ``tol`` (win probability
-    within ~tol of 1). ``init`` = (theta (n_items,), gamma (S,)) warm-starts every replicate;
-    from that shared start the first Newton step needs no exp/log pass per replicate.
-
-    Step acceptance: the logistic loss l(u) = log(1 + e^u) has |l'''| <= l'' (Bach 2010,
-    self-concordance for logistic regression), so a step d that moves no battle's logit by more
-    than nu satisfies f(x + d) <= f(x) + g'd + d'Hd (e^nu - 1 - nu) / nu^2. When that bound
-    already meets the Armijo condition the full step is taken without evaluating the likelihood
-    (the usual case near the optimum); otherwise the likelihood is evaluated and the step halved
-    until Armijo holds. Newton directions come from a batched Cholesky factorisation, with a
-    pseudo-inverse for replicates whose Hessian is (nearly) singular.
-    """
-    i = np.asarray(i, int)
-    z = np.asarray(z, float).reshape(len(i), -1)
-    with _single_threaded_blas():
-        design = _Design(n_items, i, np.asarray(j, int), z, anchor)
-        w = np.ascontiguousarray(np.atleast_2d(np.asarray(weights, float)).T)  # (n, R)
-        return _fit_style_bt(design, np.asarray(y, float), w, tol=tol, max_iter=max_iter, init=init)
+def style_features(model_meta: pd.DataFrame, opponent_meta: pd.DataFrame, groups: Sequence[str] = DEFAULT_GROUPS) -> pd.DataFrame:
+    """Style covariates standardised over these battles (z-scores; see :class:`StyleNormalisation`)."""
+    raw = raw_style_features(model_meta, opponent_meta, groups)
+    return StyleNormalisation.fit(raw).apply(raw)
 
 
-def _newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Batched Newton direction -H^-1 g: Cholesky where H is safely positive definite, else
-    :func:`_pinv_solve` for the replicates that are not."""
-    step = np.empty_like(g)
+# --------------------------------------------------------------------------- anchors
+ANCHOR_FORMAT = "arena-style-anchor/1"
+
+
+@dataclass(frozen=True)
+class StyleAnchor:
+    """Frozen style control: covariate groups, normalisation and coefficients fitted on a
+    reference set of models (``reference_models``, against ``baseline``)."""
+
+    groups: tuple[str, ...]
+    normalisation: StyleNormalisation
+    coef: tuple[float, ...]
+    baseline: str
+    reference_models: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        n = self.normalisation
+        return {
+            "format": ANCHOR_FORMAT,
+            "groups": list(self.groups),
+            "covariates": [
+                {"name": c, "mean": m, "sd": s, "coef": g} for c, m, s, g in zip(n.columns, n.mean, n.sd, self.coef)
+            ],
+            "baseline": self.baseline,
+            "reference_models": list(self.reference_models),
+        }
+
+    def save(self, path: Path) -> None:
+        """Write atomically (a temporary file renamed over ``path``), so a kill leaves the old file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+
+def load_style_anchor(path: Path) -> StyleAnchor:
+    """Read and validate an anchor file (untrusted input: every field is checked, nothing is
+    evaluated). Raises :class:`arena.errors.InputError` naming the file and field."""
+    from arena.errors import InputError
+
+    path = Path(path)
     try:
-        L = np.linalg.cholesky(H)
-        dl = np.einsum("rkk->rk", L)
-        # (min/max diag L)^2 tracks the conditioning; near-flat directions take the pinv path.
-        ok = (dl.min(axis=1) / dl.max(axis=1)) ** 2 > 1e-9
-    except np.linalg.LinAlgError:  # some replicate is not positive definite
-        ok = np.zeros(len(H), bool)
-    if ok.any():
-        step[ok] = -np.linalg.solve(H[ok], g[ok][..., None])[..., 0]
-    if not ok.all():
-        step[~ok] = -_pinv_solve(H[~ok], g[~ok])
-    return step
-
-
-def _pinv_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Batched H^+ g by symmetric eigendecomposition, dropping near-null directions.
-
-    A bootstrap replicate can make a covariate constant or collinear with an item (e.g. every
-    game with a header falls out); the likelihood is then flat along that direction, the
-    gradient there is zero, and the minimum-norm Newton step is the right one, where a plain
-    solve would fail or jump far along the flat direction."""
-    lam, V = np.linalg.eigh(H)
-    cut = 1e-10 * np.maximum(lam[:, -1:], 1e-300)
-    inv = np.where(lam > cut, 1.0 / np.where(lam > cut, lam, 1.0), 0.0)
-    c = (V.transpose(0, 2, 1) @ g[..., None])[..., 0] * inv
-    return (V @ c[..., None])[..., 0]
-
-
-def _single_threaded_blas():
-    """The products here are thin (K <= ~100 columns); under load, multi-threaded BLAS spends
-    more time synchronising than computing (measured 7x slower on a busy 2-core machine)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: only a speed-up
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-_ARMIJO = 1e-4
-
-
-def _certified_decrease(slope: np.ndarray, curv: np.ndarray, nu: np.ndarray) -> np.ndarray:
-    """Whether the full step provably meets Armijo: slope + curv (e^nu - 1 - nu) / nu^2 <=
-    c * slope (the self-concordance bound of :func:`fit_style_bt`)."""
-    small = nu < 1e-6
-    nu_safe = np.where(small, 1.0, np.minimum(nu, 700.0))
-    psi = np.where(small, 0.5, (np.expm1(nu_safe) - nu_safe) / nu_safe**2)
-    return (nu < 700.0) & (slope + curv * psi <= _ARMIJO * slope)
-
-
-def _fit_style_bt(d: _Design, y: np.ndarray, w: np.ndarray, *, tol: float, max_iter: int, init) -> StyleBTFit:
-    """:func:`fit_style_bt` on a built design; ``w`` is (n, R), battles x replicates."""
-    R, m, anchor = w.shape[1], d.m, d.anchor
-    x = np.zeros((R, m + d.s))  # per replicate: free thetas, then gammas
-    if init is not None:
-        x[:, :m] = np.asarray(init[0], float)[d.free] - np.asarray(init[0], float)[anchor]
-        x[:, m:] = np.asarray(init[1], float)
-    # Every replicate starts at the same point, so the logits are one shared column at first.
-    g, h = d.gradient(x[:1, :m], x[:1, m:], w, y)
-    f = np.full(R, np.nan)  # likelihood values, known only where a step needed the check
-    gnorm = np.full(R, np.inf)
-    active = np.arange(R)  # replicates not converged yet
-    wa = w
-    it = 0
-    for it in range(1, max_iter + 1):
-        gnorm[active] = np.linalg.norm(g, axis=1)
-        still = gnorm[active] > tol
-        if not still.any():
-            it -= 1
-            break
-        if not still.all():
-            active, g, h = active[still], g[still], h[:, still]
-            wa = w[:, active]
-        H = d.hessian(h)  # only for replicates that take another step
-        # Items absent from a replicate have an empty Hessian row; pin them (their gradient is 0).
-        Hs = H.copy()
-        diag = np.einsum("rkk->rk", Hs)
-        diag += (diag <= 0) * 1.0
-        step = _newton_step(Hs, g)
-        slope = np.einsum("rk,rk->r", g, step)
-        curv = np.einsum("rk,rkl,rl->r", step, H, step)
-        certified = _certified_decrease(slope, curv, d.max_logit_change(step[:, :m], step[:, m:]))
-        x0 = x[active]
-        new_x = x0 + step
-        check = np.flatnonzero(~certified)
-        if check.size:
-            wc = wa[:, check]
-            wyc = wc * y[:, None]
-            f0 = f[active[check]]
-            unknown = np.isnan(f0)
-            if unknown.any():
-                u = check[unknown]
-                f0[unknown] = d.nll(d.eta(x0[u, :m], x0[u, m:]), wyc[:, unknown], wc[:, unknown])
-            alpha = np.ones(check.size)
-            f_new = d.nll(d.eta(new_x[check, :m], new_x[check, m:]), wyc, wc)
-            for _ in range(40):  # Armijo backtracking, per replicate
-                bad = ~(f_new <= f0 + _ARMIJO * alpha * slope[check] + 1e-12 * np.abs(f0))
-                if not bad.any():
-                    break
-                alpha[bad] *= 0.5
-                cb = check[bad]
-                new_x[cb] = x0[cb] + alpha[bad, None] * step[cb]
-                f_new[bad] = d.nll(d.eta(new_x[cb, :m], new_x[cb, m:]), wyc[:, bad], wc[:, bad])
-            f[active[check]] = f_new
-        f[active[certified]] = np.nan
-        x[active] = new_x
-        g, h = d.gradient(new_x[:, :m], new_x[:, m:], wa, y)
-    else:
-        gnorm[active] = np.linalg.norm(g, axis=1)
-    if (gnorm > tol).any():
-        raise RuntimeError(f"style BT did not converge: max gradient norm {gnorm.max():.3g} > {tol} after {it} Newton steps")
-    theta = np.zeros((R, d.n_items))
-    theta[:, d.free] = x[:, :m]
-    return StyleBTFit(theta=theta, gamma=x[:, m:].copy(), grad_norm=gnorm, n_iter=it)
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", path=str(path), line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError("a style anchor must be a JSON object", path=str(path))
+    if data.get("format") != ANCHOR_FORMAT:
+        raise InputError(f"expected '{ANCHOR_FORMAT}'", path=str(path), field="format")
+    groups = data.get("groups")
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, str) and g in STYLE_GROUPS for g in groups) or len(set(groups)) != len(groups):
+        raise InputError(f"must be a list of distinct style groups from {sorted(STYLE_GROUPS)}", path=str(path), field="groups")
+    expected = [c for g in (g for g in STYLE_GROUPS if g in groups) for c in STYLE_GROUPS[g]]
+    covs = data.get("covariates")
+    if not isinstance(covs, list) or len(covs) != len(expected):
+        raise InputError(f"must list the {len(expected)} covariates {expected}", path=str(path), field="covariates")
+    mean, sd, coef = [], [], []
+    for k, (cov, name) in enumerate(zip(covs, expected)):
+        where = f"covariates[{k}]"
+        if not isinstance(cov, dict) or cov.get("name") != name:
+            raise InputError(f"expected the covariate '{name}'", path=str(path), field=f"{where}.name")
+        for key, out in (("mean", mean), ("sd", sd), ("coef", coef)):
+            v = cov.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise InputError("must be a finite number", path=str(path), field=f"{where}.{key}")
+            out.append(float(v))
+        if sd[-1] <= 0:
+            raise InputError("must be positive", path=str(path), field=f"{where}.sd")
+    baseline = data.get("baseline")
+    if not isinstance(baseline, str) or not baseline:
+        raise InputError("must be the baseline model's name", path=str(path), field="baseline")
+    refs = data.get("reference_models", [])
+    if not isinstance(refs, list) or not all(isinstance(m, str) for m in refs):
+        raise InputError("must be a list of model names", path=str(path), field="reference_models")
+    ordered = tuple(g for g in STYLE_GROUPS if g in groups)
+    return StyleAnchor(ordered, StyleNormalisation(tuple(expected), tuple(mean), tuple(sd)), tuple(coef), baseline, tuple(refs))
 
 
 # --------------------------------------------------------------------------- leaderboard
 @dataclass
 class StyleControlResult:
-    """``table``: model, score (controlled win rate % vs baseline), lower, upper;
-    ``coefficients``: style covariate, coef, lower, upper; ``replicates``: bootstrap win rates;
-    ``coefficient_replicates``: bootstrap style coefficients (one row per round)."""
+    """``table``: model, score (controlled win rate % vs baseline), lower, upper, rank columns;
+    ``coefficients``: style covariate, coef, lower, upper (``frozen`` when taken from an anchor);
+    ``replicates``: bootstrap win rates; ``coefficient_replicates``: bootstrap style coefficients
+    (one row per round)."""
 
     table: pd.DataFrame
     coefficients: pd.DataFrame
@@ -399,20 +237,25 @@ def style_controlled_leaderboard(
     ci: float = 0.95,
     rng: np.random.Generator | None = None,
     tol: float = 1e-6,
+    frozen_coef: Sequence[float] | None = None,
 ) -> StyleControlResult:
     """Style-controlled win rates against ``baseline`` with a prompt-level bootstrap.
 
     ``battles``: the battle table of :mod:`arena.stats.ratings` (``question_id, model, opponent,
     score, weight``); ``features``: one row per battle (same order), e.g. from
-    :func:`style_features`. Unparsed games (weight 0) are ignored.
+    :func:`style_features`. Unparsed games (weight 0) are ignored. ``frozen_coef``: style
+    coefficients taken as known (an anchor's); only the strengths are fitted, to a gradient norm
+    of 1e-10 so that a model's score does not depend on which other models were fitted with it.
     """
+    from arena.stats.ratings import with_ranks
+
     rng = rng if rng is not None else np.random.default_rng(0)
     keep = battles["weight"].to_numpy(float) > 0
     z = features.to_numpy(float)[keep]
     w_raw = battles["weight"].to_numpy(float)[keep]
     score = battles["score"].to_numpy(float)[keep]
     # Integer codes once, then numpy only: string handling in pandas costs more than the fit.
-    q_code, _ = pd.factorize(battles["question_id"].to_numpy(object)[keep])
+    q_code, _ = pd.factorize(battles["question_id"].to_numpy(object)[keep], sort=True)
     pair_code, uniques = pd.factorize(np.concatenate([battles["model"].to_numpy(object)[keep], battles["opponent"].to_numpy(object)[keep]]), sort=True)
     names = pd.Index(np.asarray(uniques).astype(str))
     if baseline not in names:
@@ -430,42 +273,74 @@ def style_controlled_leaderboard(
     if spread > 1e-12:
         raise ValueError("style covariates differ between games of the same prompt and pair")
     z = np.ascontiguousarray(z[first])
-    _, p_idx = np.unique(q_code[first], return_inverse=True)
-    n_prompts = int(p_idx.max()) + 1 if len(p_idx) else 0
-    counts = rng.multinomial(n_prompts, np.full(n_prompts, 1.0 / max(n_prompts, 1)), size=n_bootstrap).astype(float)
+    boot = bootstrap_prompts(q_code[first], n_bootstrap, rng)
+    offset = None
+    if frozen_coef is not None:
+        frozen = np.asarray(frozen_coef, float)
+        if frozen.shape != (z.shape[1],):
+            raise ValueError(f"{len(frozen)} frozen coefficients for {z.shape[1]} style covariates")
+        offset, z, tol = z @ frozen, np.zeros((len(z), 0)), min(tol, 1e-10)
     with _single_threaded_blas():
-        design = _Design(k, m_code[first], o_code[first], z, anchor)  # shared by the point fit and the bootstrap
-        point = _fit_style_bt(design, y, w[:, None], tol=tol, max_iter=100, init=None)
-        # Replicate weights, battles x replicates: prompt count times the battle's own weight.
-        w_boot = counts.T[p_idx] * w[:, None]
+        design = _Design(k, m_code[first], o_code[first], z, anchor, offset)  # shared by the point fit and the bootstrap
+        point = _fit(design, y, w[:, None], tol=tol, max_iter=100, init=None)
         if n_bootstrap > 0:
-            boot = _fit_style_bt(design, y, w_boot, tol=tol, max_iter=100, init=(point.theta[0], point.gamma[0]))
+            # Replicate weights, battles x replicates: prompt count times the battle's own weight.
+            w_boot = np.ascontiguousarray(boot.row_weights(w).T)
+            rep = _fit(design, y, w_boot, tol=tol, max_iter=100, init=(point.theta[0], point.gamma[0]))
         else:
-            boot = StyleBTFit(np.zeros((0, k)), np.zeros((0, z.shape[1])), np.zeros(0), 0)
+            rep = BTFit(np.zeros((0, k)), np.zeros((0, z.shape[1])), np.zeros(0), 0)
     models = names.drop(baseline)
     cols = names.get_indexer(models)
     wr_point = 100 * expit(point.theta[0, cols])
-    wr_boot = 100 * expit(boot.theta[:, cols])
-    a = (1 - ci) / 2
-
-    def quantile(reps: np.ndarray, level: float) -> np.ndarray:
-        return np.quantile(reps, level, axis=0) if len(reps) else np.full(reps.shape[1], np.nan)
-
-    table = pd.DataFrame({"model": models, "score": wr_point, "lower": quantile(wr_boot, a), "upper": quantile(wr_boot, 1 - a)})
+    wr_boot = 100 * expit(rep.theta[:, cols])
+    lower, upper = percentile_interval(wr_boot, ci)
+    table = pd.DataFrame({"model": models, "score": wr_point, "lower": lower, "upper": upper})
     table = pd.concat([table, pd.DataFrame([{"model": baseline, "score": 50.0, "lower": 50.0, "upper": 50.0}])], ignore_index=True)
-    table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
-    coefs = pd.DataFrame(
-        {
-            "covariate": list(features.columns),
-            "coef": point.gamma[0],
-            "lower": quantile(boot.gamma, a),
-            "upper": quantile(boot.gamma, 1 - a),
-        }
-    )
+    replicates = pd.DataFrame(wr_boot, columns=list(models))
+    table = with_ranks(table, replicates, baseline, ci)
+    if frozen_coef is None:
+        c_lo, c_hi = percentile_interval(rep.gamma, ci)
+        coefs = pd.DataFrame({"covariate": list(features.columns), "coef": point.gamma[0], "lower": c_lo, "upper": c_hi})
+        coef_reps = pd.DataFrame(rep.gamma, columns=list(features.columns))
+    else:
+        coefs = pd.DataFrame({"covariate": list(features.columns), "coef": frozen, "lower": np.nan, "upper": np.nan, "frozen": True})
+        coef_reps = None
     return StyleControlResult(
         table=table,
         coefficients=coefs,
-        replicates=pd.DataFrame(wr_boot, columns=list(models)),
-        grad_norm=float(max(point.grad_norm.max(), boot.grad_norm.max(initial=0.0))),
-        coefficient_replicates=pd.DataFrame(boot.gamma, columns=list(features.columns)),
+        replicates=replicates,
+        grad_norm=float(max(point.grad_norm.max(), rep.grad_norm.max(initial=0.0))),
+        coefficient_replicates=coef_reps,
     )
+
+
+def style_control(
+    battles: pd.DataFrame,
+    model_meta: pd.DataFrame,
+    opponent_meta: pd.DataFrame,
+    baseline: str,
+    *,
+    groups: Sequence[str] = DEFAULT_GROUPS,
+    anchor: StyleAnchor | None = None,
+    n_bootstrap: int = 100,
+    ci: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> tuple[StyleControlResult, StyleAnchor]:
+    """Style-controlled leaderboard from answer metadata, anchored or not.
+
+    Without ``anchor`` the normalisation and coefficients are fitted on these battles, and the
+    anchor that freezes them is returned (to save and reuse). With ``anchor`` its groups,
+    normalisation and coefficients are used as they are, and it is returned unchanged."""
+    if anchor is not None:
+        if anchor.baseline != baseline:
+            raise ValueError(f"the style anchor was fitted against baseline '{anchor.baseline}', not '{baseline}'")
+        raw = raw_style_features(model_meta, opponent_meta, anchor.groups)
+        feats = anchor.normalisation.apply(raw)
+        res = style_controlled_leaderboard(battles, feats, baseline, n_bootstrap=n_bootstrap, ci=ci, rng=rng, frozen_coef=anchor.coef)
+        return res, anchor
+    raw = raw_style_features(model_meta, opponent_meta, groups)
+    norm = StyleNormalisation.fit(raw)
+    res = style_controlled_leaderboard(battles, norm.apply(raw), baseline, n_bootstrap=n_bootstrap, ci=ci, rng=rng)
+    models = tuple(m for m in res.table["model"] if m != baseline)
+    fitted = StyleAnchor(tuple(g for g in STYLE_GROUPS if g in groups), norm, tuple(float(c) for c in res.coefficients["coef"]), baseline, models)
+    return res, fitted

@@ -96,7 +96,7 @@ def test_recovers_simulated_style_coefficients_within_ci():
 def test_self_concordance_bound_holds_for_random_steps():
     """The step-acceptance shortcut rests on f(x + d) <= f(x) + g'd + d'Hd (e^nu - 1 - nu) / nu^2,
     with nu the design's bound on the largest logit change; check it against the likelihood."""
-    from arena.stats.style import _Design
+    from arena.stats.bradley_terry import _Design
 
     rng = np.random.default_rng(8)
     n_items, n = 6, 600
@@ -144,7 +144,7 @@ def test_degenerate_replicates_converge_like_single_fits():
     W[2, (z[:, 1] != 0) != (i == 2)] = 0.0
     W[3] = rng.poisson(1.0, n)
     point = fit_style_bt(n_items, i, j, z, y, np.ones(n))
-    import arena.stats.style as style
+    import arena.stats.bradley_terry as style
 
     used = []
     pinv = style._pinv_solve
