@@ -120,6 +120,7 @@ def length_bias(
     preference), with a prompt-level bootstrap CI. ``bins``: the raw weighted win rate of the
     model per quantile bin of the length difference.
     """
+    from arena.stats.bootstrap import bootstrap_prompts, percentile_interval
     from arena.stats.style import fit_style_bt
 
     rng = rng if rng is not None else np.random.default_rng(0)
@@ -130,7 +131,6 @@ def length_bias(
     ok = (df["weight"] > 0) & np.isfinite(la) & np.isfinite(lb)
     df = df[ok]
     by = _groups(df, by)
-    a = (1 - ci) / 2
     slopes, bins = [], []
     for key, g in df.groupby(by, dropna=False) if by else [((), df)]:
         key = key if isinstance(key, tuple) else (key,)
@@ -142,11 +142,10 @@ def length_bias(
         row = dict(zip(by, key))
         try:
             point = fit_style_bt(len(names), i, j, z, y, w, anchor=anchor)
-            prompts = pd.Index(sorted(g["question_id"].unique()))
-            p_idx = prompts.get_indexer(g["question_id"])
-            counts = rng.multinomial(len(prompts), np.full(len(prompts), 1 / len(prompts)), size=n_bootstrap).astype(float)
-            boot = fit_style_bt(len(names), i, j, z, y, counts[:, p_idx] * w, anchor=anchor, init=(point.theta[0], point.gamma[0]))
-            row.update(slope=point.gamma[0, 0], lower=np.quantile(boot.gamma[:, 0], a), upper=np.quantile(boot.gamma[:, 0], 1 - a))
+            resample = bootstrap_prompts(g["question_id"].to_numpy(), n_bootstrap, rng)
+            boot = fit_style_bt(len(names), i, j, z, y, resample.row_weights(w), anchor=anchor, init=(point.theta[0], point.gamma[0]))
+            lo, hi = percentile_interval(boot.gamma[:, :1], ci)
+            row.update(slope=point.gamma[0, 0], lower=lo[0], upper=hi[0])
         except (RuntimeError, np.linalg.LinAlgError):
             row.update(slope=np.nan, lower=np.nan, upper=np.nan)
         row.update(n_games=len(g), mean_len_diff=float(np.average(g["len_diff"], weights=w)))
