@@ -22,6 +22,8 @@ app = typer.Typer(help="Rank language models on hard prompts with an LLM judge."
 app.add_typer(index_app, name="index")
 app.add_typer(audit_app, name="audit")
 app.add_typer(import_app, name="import")
+from arena.report.cli import register as _register_report  # noqa: E402  (report and view)
+_register_report(app)
 
 console = Console()
 err_console = Console(stderr=True)
@@ -185,6 +187,10 @@ def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, c
     unparsed = int(lb.table["n_unparsed"].sum())
     if unparsed:
         console.print(f"[yellow]{unparsed} games had no usable verdict or failed; they are counted in n_unparsed and left out of the scores.[/]")
+    from arena.show import verdict_warnings
+
+    for line in verdict_warnings(judgments):  # model names are data: printed without markup
+        console.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
     if by_category:
         import pandas as pd
 
@@ -242,6 +248,14 @@ def _run_stages(config: Path, dry_run: bool, retry_failed: bool, answers: bool, 
                 console.print(SMALL_MODEL_WARNING)
     except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
         fail(exc)
+    except OSError as exc:  # a full or read-only disk, a cache that cannot store: one line, exit 2
+        from arena.llm.cache import CacheWriteError
+
+        if isinstance(exc, CacheWriteError):
+            fail(exc)
+        from arena.console import describe_os_error
+
+        fail(describe_os_error(exc))
 
 
 @app.command()
