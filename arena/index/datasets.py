@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 import json
 import pickle
 import zlib
@@ -63,7 +64,7 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict]]:
     yield from read_jsonl(path)
 
 
-def _hf_rows(name: str, source: str, *, config: str | None = None) -> Iterator[tuple[int, dict]]:
+def _hf_rows(name: str, source: str, *, config: str | None = None, trust_remote_code: bool = False) -> Iterator[tuple[int, dict]]:
     import datasets  # heavy; only when a hub id is used
 
     spec = dict(HF_DEFAULTS[name])
@@ -71,9 +72,23 @@ def _hf_rows(name: str, source: str, *, config: str | None = None) -> Iterator[t
     if config:
         spec["name"] = config
     extra = {k: spec.pop(k) for k in ("version_tag",) if k in spec}
-    ds = datasets.load_dataset(**spec, **({"trust_remote_code": True, **extra} if extra else {}))
+    # A hub repository's loading script is code from the dataset's author: it runs only when
+    # the user asked for it (--trust-remote-code), never by default.
+    ds = datasets.load_dataset(**spec, **({"trust_remote_code": True, **extra} if trust_remote_code else {}))
     for i, row in enumerate(ds, start=1):
         yield i, dict(row)
+
+
+_LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".gz", ".parquet", ".arrow", ".txt")
+
+
+def looks_local(source: str) -> bool:
+    """Whether ``source`` names a local path rather than a hub id (``owner/name``): absolute,
+    relative with ``.``/``~``, more than one ``/``, or a file suffix. A missing local path must
+    be an input error, not a slow, failing hub download."""
+    s = str(source)
+    return (s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
+            or s.lower().endswith(_LOCAL_SUFFIXES) or Path(s).exists())
 
 
 def _get(row: dict, key: str, where: tuple[str, int]) -> Any:
@@ -142,23 +157,47 @@ def _mmmlu(lang: str) -> Callable[[dict, tuple[str, int]], EvalItem]:
     return f
 
 
-def decode_lcb_tests(raw: Any) -> list[dict]:
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: the published private tests are a pickled ``str``, which
+    needs no global. Any global (``os.system``, ``builtins.eval``...) is how a crafted pickle
+    runs code, so every lookup is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refused global {module}.{name}")
+
+
+def decode_lcb_tests(raw: Any, where: tuple[str, int] = ("<row>", 0), field: str = "private_test_cases") -> list[dict]:
     """LiveCodeBench test lists: JSON text, or (private tests) base64 -> zlib -> pickle -> JSON
-    as published in ``code_generation_lite``. The pickle holds a JSON string; the payload
-    comes from the benchmark's own release, which is the trust boundary here."""
+    as published in ``code_generation_lite``. Dataset files are untrusted, so the pickle is
+    read with :class:`_PlainUnpickler`: a payload that is not plain data is an input error."""
     if isinstance(raw, list):
         return raw
     if not raw:
         return []
+    if not isinstance(raw, str):
+        raise InputError(f"expected a string, got {type(raw).__name__}", path=where[0], line=where[1], field=field)
     try:
         return json.loads(raw)
-    except (json.JSONDecodeError, TypeError):
-        return json.loads(pickle.loads(zlib.decompress(base64.b64decode(raw.encode("utf-8")))))
+    except json.JSONDecodeError:
+        pass
+    try:
+        blob = zlib.decompress(base64.b64decode(raw.encode("utf-8"), validate=True))
+        text = _PlainUnpickler(io.BytesIO(blob)).load()
+        if not isinstance(text, (str, bytes)):
+            raise pickle.UnpicklingError(f"expected a pickled JSON string, got {type(text).__name__}")
+        tests = json.loads(text)
+    except pickle.UnpicklingError as exc:
+        raise InputError(f"unsafe or invalid pickle ({exc})", path=where[0], line=where[1], field=field) from None
+    except (ValueError, zlib.error, EOFError, TypeError) as exc:  # binascii.Error is a ValueError
+        raise InputError(f"not JSON or base64/zlib/pickled JSON ({type(exc).__name__})", path=where[0], line=where[1], field=field) from None
+    if not isinstance(tests, list) or not all(isinstance(t, dict) for t in tests):
+        raise InputError("expected a list of test objects", path=where[0], line=where[1], field=field)
+    return tests
 
 
 def _lcb(row: dict, w: tuple[str, int]) -> EvalItem:
-    public = decode_lcb_tests(row.get("public_test_cases"))
-    private = decode_lcb_tests(row.get("private_test_cases"))
+    public = decode_lcb_tests(row.get("public_test_cases"), w, "public_test_cases")
+    private = decode_lcb_tests(row.get("private_test_cases"), w, "private_test_cases")
     meta = row.get("metadata") or "{}"
     meta = json.loads(meta) if isinstance(meta, str) else dict(meta)
     tests = public + private
@@ -192,12 +231,15 @@ def load_eval(
     language: str | None = None,
     limit: int | None = None,
     scicode_targets: dict[str, list[str]] | None = None,
+    trust_remote_code: bool = False,
 ) -> list[EvalItem]:
     """Items of eval ``name`` from ``source`` (local path, or hub id; default: the HF id)."""
     if name not in HF_DEFAULTS:
         raise InputError(f"unknown eval {name!r}; known: {', '.join(HF_DEFAULTS)}", field="eval")
     src = str(source) if source is not None else HF_DEFAULTS[name]["path"]
     path = Path(src)
+    if looks_local(src) and not path.exists():
+        raise InputError("no such file or directory", path=src)
     if name == "mgsm" and path.is_file() and path.name.removesuffix(".gz").endswith(".tsv"):
         rows: Iterable[tuple[int, dict]] = _read_mgsm_tsv(path)
         where = str(path)
@@ -209,7 +251,7 @@ def load_eval(
             config = MMMLU_CONFIGS.get(language or "", None) if language != "en" else None
         elif name == "mgsm":
             config = language or "en"
-        rows, where = _hf_rows(name, src, config=config), src
+        rows, where = _hf_rows(name, src, config=config, trust_remote_code=trust_remote_code), src
     mapper: Callable[[dict, tuple[str, int]], Any] = {
         "mmlu_pro": _mmlu_pro, "hle": _hle, "gpqa_diamond": _gpqa, "math500": _math("math500"),
         "aime2024": _math("aime2024"), "livecodebench": _lcb,

@@ -19,14 +19,14 @@ from typing import Any, Callable
 from arena.io.configfile import read_yaml
 from arena.errors import InputError
 from arena.io.formats import JsonlAppender, read_jsonl, write_jsonl
-from arena.index.datasets import MULTILINGUAL_LANGUAGES, EvalItem, load_eval
+from arena.index.datasets import MULTILINGUAL_LANGUAGES, EvalItem, load_eval, looks_local
 from arena.index.graders.choice import ChoiceExtractor
-from arena.index.graders.code import SciCodeStepCheck, extract_code, lcb_program, scicode_program
+from arena.index.graders.code import CodeGrade, SciCodeStepCheck, extract_code, grade_lcb, grade_scicode
 from arena.index.graders.hle import JUDGE_SCHEMA, parse_judgement, stated_confidence
-from arena.index.graders.math import grade_math, parse_equality_reply
+from arena.index.graders.math import MathScriptGrader, parse_equality_reply
 from arena.index.graders.mgsm import extract_number, score_number
 from arena.index.prompts import Prompt, build_prompt
-from arena.index.sandbox import Sandbox, SandboxJob
+from arena.index.sandbox import Sandbox
 from arena.llm import ChatRequest, ChatResult, Endpoint, LLMClient, load_endpoints
 from arena.llm.endpoints import parse_endpoints
 from arena.prompts import load_template
@@ -59,9 +59,11 @@ class IndexConfig:
     sandbox_workers: int = 2
     max_tokens: int = 4096
     source: str = "<config>"
+    trust_remote_code: bool = False
+    math_timeout: float = 10.0
 
 
-def load_config(path: str | Path) -> IndexConfig:
+def load_config(path: str | Path, *, trust_remote_code: bool = False) -> IndexConfig:
     path = Path(path)
     raw = read_yaml(path)
     base = path.parent
@@ -86,6 +88,8 @@ def load_config(path: str | Path) -> IndexConfig:
         src = spec.get("source")
         if src and ((base / src).exists() or "{lang}" in str(src)):
             src = str((base / src).resolve()) if (base / src).exists() else str(base / src)
+        elif src and looks_local(str(src)):
+            raise InputError(f"no such file or directory: {base / src}", path=str(path), field=f"evals.{name}.source")
         langs = spec.get("languages") or (MULTILINGUAL_LANGUAGES if name in ("mmmlu", "mgsm") else ())
         targets = spec.get("targets")
         specs.append(EvalSpec(name, src, int(spec.get("repeats", DEFAULT_REPEATS[name])), spec.get("limit"),
@@ -95,7 +99,8 @@ def load_config(path: str | Path) -> IndexConfig:
         endpoints=endpoints, model=model, judge=judge, evals=specs,
         output=(base / raw.get("output", "index_results")).resolve(), cache=(base / raw.get("cache", "index_cache.sqlite")).resolve(),
         seed=int(raw.get("seed", 0)), sandbox_workers=int(raw.get("sandbox_workers", 2)),
-        max_tokens=int(raw.get("max_tokens", 4096)), source=str(path),
+        max_tokens=int(raw.get("max_tokens", 4096)), source=str(path), trust_remote_code=trust_remote_code,
+        math_timeout=float(raw.get("math_timeout", 10.0)),
     )
 
 
@@ -106,7 +111,7 @@ def _source_for(spec: EvalSpec, language: str) -> str | None:
     return spec.source
 
 
-def load_items(spec: EvalSpec) -> list[EvalItem]:
+def load_items(spec: EvalSpec, *, trust_remote_code: bool = False) -> list[EvalItem]:
     targets = None
     if spec.targets:
         targets = json.loads(Path(spec.targets).read_text(encoding="utf-8"))
@@ -114,12 +119,12 @@ def load_items(spec: EvalSpec) -> list[EvalItem]:
         items: list[EvalItem] = []
         for lang in spec.languages:
             src = _source_for(spec, lang)
-            items += load_eval(spec.name, src, language=lang, limit=spec.limit)
+            items += load_eval(spec.name, src, language=lang, limit=spec.limit, trust_remote_code=trust_remote_code)
         return items
-    return load_eval(spec.name, spec.source, limit=spec.limit, scicode_targets=targets)
+    return load_eval(spec.name, spec.source, limit=spec.limit, scicode_targets=targets, trust_remote_code=trust_remote_code)
 
 
-FAILED = frozenset({"api_failure", "judge_failure", "checker_failure"})
+FAILED = frozenset({"api_failure", "judge_failure", "checker_failure", "grading_failure"})
 """Record statuses that ``--retry-failed`` redoes (each names a call that failed)."""
 
 Key = tuple[str, int]
@@ -159,6 +164,14 @@ class IndexRunner:
     sandbox: Sandbox
     progress: Callable[[str, int, int], None] | None = None
     retry_failed: bool = False
+    math: MathScriptGrader | None = None
+
+    def __post_init__(self) -> None:
+        if self.math is None:
+            self.math = MathScriptGrader(timeout=self.config.math_timeout)
+
+    def close(self) -> None:
+        self.math.close()
 
     def results_path(self, eval_name: str) -> Path:
         return self.config.output / self.config.model / f"{eval_name}.jsonl"
@@ -184,7 +197,7 @@ class IndexRunner:
             existing = read_result_file(self.results_path(spec.name))
         todo = self._todo(existing)
         out = []
-        for item in load_items(spec):
+        for item in load_items(spec, trust_remote_code=self.config.trust_remote_code):
             for r in range(spec.repeats):
                 if not todo((item.item_id, r)):
                     continue
@@ -261,24 +274,31 @@ class IndexRunner:
             if code is None:
                 rec.update(correct=False, method="no_code", status="unanswered")
                 return
-            prog = lcb_program(code, item.meta["tests"], testtype=item.meta["testtype"], fn_name=item.meta.get("fn_name"))
-            await self._sandbox(SandboxJob(prog, tag=item.item_id), rec)
+            await self._sandbox(lambda: grade_lcb(self.sandbox, code, item.meta["tests"], testtype=item.meta["testtype"],
+                                                  fn_name=item.meta.get("fn_name"), tag=item.item_id), rec)
 
     async def _grade_math(self, item: EvalItem, text: str, rec: dict) -> None:
-        v = grade_math(text, item.answer)
+        v = await self.math.grade(text, item.answer)
         rec.update(extracted=v.extracted, correct=v.correct, method=v.method,
                    status="ok" if v.extracted is not None else "unanswered")
-        if v.correct or v.extracted is None or not self.config.judge:
+        if v.correct or v.extracted is None:
+            return
+        if not self.config.judge:
+            if v.method == "timeout":  # not proved either way, and nobody else to ask
+                rec.update(status="grading_failure", correct=None)
             return
         tpl = load_template("index_math_equality")
         req = ChatRequest(self.config.judge, [{"role": "user", "content": tpl.format(expression1=item.answer, expression2=v.extracted)}],
                           params={"temperature": 0}, template_version=tpl.version, stage="index:equality")
         res = await self.client.chat(req)
         rec["equality_checker"] = {"ok": res.ok, "reply": res.text, "error": res.error}
-        if not res.ok:
+        verdict = parse_equality_reply(res.text) if res.ok else None
+        if verdict is None:
+            if res.ok:  # arrived but unusable: --retry-failed must re-ask it, not serve it from the cache
+                self.client.reject(res, "equality checker reply is neither Yes nor No")
             # Unknown, not wrong: the rule-based "no" may be overturned by the checker.
             rec.update(status="checker_failure", correct=None)
-        elif parse_equality_reply(res.text):
+        elif verdict:
             rec.update(correct=True, method="llm_equality")
 
     async def _grade_hle(self, item: EvalItem, text: str, rec: dict) -> None:
@@ -293,14 +313,16 @@ class IndexRunner:
         res = await self.client.chat(req)
         j = parse_judgement(res.text) if res.ok else None
         if j is None:
+            if res.ok:  # arrived but unusable: --retry-failed must re-ask it, not serve it from the cache
+                self.client.reject(res, "HLE judge reply has no yes/no verdict")
             rec.update(status="judge_failure", judge={"ok": res.ok, "reply": res.text, "error": res.error})
             return
         rec.update(extracted=j.extracted_final_answer, correct=j.correct, method="hle_judge",
                    confidence=j.confidence, judge={"reasoning": j.reasoning})
 
-    async def _sandbox(self, job: SandboxJob, rec: dict) -> None:
-        res = await asyncio.to_thread(self.sandbox.run_slotted, job)
-        rec.update(correct=res.passed, method=f"sandbox:{res.status}", sandbox={"status": res.status, "stderr": res.stderr[-2000:]})
+    async def _sandbox(self, grade: Callable[[], CodeGrade], rec: dict) -> None:
+        res = await asyncio.to_thread(grade)
+        rec.update(correct=res.passed, method=f"sandbox:{res.status}", sandbox=res.to_dict())
 
     async def _run_scicode(self, spec: EvalSpec, planned: list[Planned], existing: dict[Key, dict],
                            emit: Callable[[dict], None]) -> None:
@@ -339,11 +361,10 @@ class IndexRunner:
         prior = p.context.get("prior_code") or "\n\n".join(own.get(j, "") for j in range(k))
         check = SciCodeStepCheck(item.item_id, item.meta["dependencies"], prior, tuple(item.meta["test_cases"]),
                                  None if item.meta["targets"] is None else tuple(item.meta["targets"]))
-        prog = scicode_program(check, code)
-        if prog is None:
+        if check.targets is None or len(check.targets) != len(check.test_cases):
             rec.update(status="no_targets", method="no_targets")
             return
-        await self._sandbox(SandboxJob(prog, tag=item.item_id), rec)
+        await self._sandbox(lambda: grade_scicode(self.sandbox, check, code, tag=item.item_id), rec)
 
 
 def read_records(output: Path, model: str) -> dict[str, list[dict]]:

@@ -117,10 +117,13 @@ def test_api_failures_are_reported_not_scored(tmp_path, fake_server, shared_data
     data["endpoints"]["scripted"]["max_retries"] = 1
     cfg.write_text(yaml.safe_dump(data))
     res = CliRunner().invoke(app, ["run", "--config", str(cfg)])
-    assert res.exit_code == 0, res.output
+    # A run whose calls failed is not a success: exit 1 and one summary line.
+    assert res.exit_code == 1, res.output
     recs = _records(tmp_path, "gpqa_diamond")
     assert recs and all(r["status"] == "api_failure" and r["correct"] is None for r in recs)
     assert "failures" in res.output
+    assert ("failed: 9 items (api_failure: 9), 9 calls; they are recorded and not scored — rerun with --retry-failed"
+            in " ".join(res.output.split()))
 
 
 def test_bad_config_names_file_and_field(tmp_path):

@@ -87,7 +87,9 @@ def test_kill_midway_and_resume(fake_server, tmp_path):
     hits_at_kill, ok_at_kill = at_kill["hits"], at_kill["ok_by_key"]
 
     res = _arena("run", "--config", str(cfg))
-    assert res.returncode == 0, res.stderr + res.stdout
+    # Failures are recorded, so the run ends with exit code 1 and a summary line.
+    assert res.returncode == 1, res.stderr + res.stdout
+    assert "rerun with --retry-failed" in res.stderr
     st = srv.stats()
     ok_by_key = st["ok_by_key"]
     assert cached_ok and all(ok_by_key[k] == ok_at_kill[k] for k in cached_ok), "a call whose success was recorded was made again"
@@ -107,7 +109,7 @@ def test_kill_midway_and_resume(fake_server, tmp_path):
     # Nothing left to do: a third run calls nothing and writes nothing.
     hits = srv.stats()["hits"]
     res = _arena("run", "--config", str(cfg))
-    assert res.returncode == 0 and srv.stats()["hits"] == hits and _lines(results) == after
+    assert res.returncode == 1 and srv.stats()["hits"] == hits and _lines(results) == after
 
     # --retry-failed re-asks only the failed calls and leaves one record per (item, repeat).
     failed = {k for k, r in zip(keys, recs) if r["status"] in ("api_failure", "checker_failure")}

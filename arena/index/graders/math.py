@@ -209,3 +209,51 @@ def parse_equality_reply(text: str | None) -> bool | None:
     if t.startswith("no"):
         return False
     return None
+
+
+class MathScriptGrader:
+    """Runs :func:`grade_math` off the event loop in worker processes, with a time limit per answer.
+
+    SymPy can spend unbounded time on a hostile answer (``\\boxed{9^{9^{9^{9}}}}`` took 10 s of
+    blocked event loop), and CPython cannot interrupt a big-integer power from another thread,
+    so each answer runs in a :mod:`pebble` process pool, whose per-task timeout kills and
+    replaces the worker (``concurrent.futures`` cannot cancel a running task). An answer over
+    the limit gets method ``"timeout"``: not proved equal, so the LLM equality checker (if any)
+    decides, else the record is a grading failure.
+    """
+
+    def __init__(self, *, workers: int = 1, timeout: float = 10.0):
+        self.workers = workers
+        self.timeout = timeout
+        self._pool = None
+
+    def _get_pool(self):
+        if self._pool is None:
+            import multiprocessing
+
+            from pebble import ProcessPool
+
+            # forkserver: the parent holds threads (HTTP client, sandbox), which fork would copy mid-state.
+            self._pool = ProcessPool(max_workers=self.workers, context=multiprocessing.get_context("forkserver"))
+        return self._pool
+
+    async def grade(self, response: str, gold: str) -> MathVerdict:
+        import asyncio
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        pred = last_boxed(response or "")
+        if pred is None:
+            return MathVerdict(None, False, "none")
+        if normalize_answer(pred) == normalize_answer(gold):
+            return MathVerdict(pred, True, "string")
+        future = self._get_pool().schedule(grade_math, args=(response, gold), timeout=self.timeout)
+        try:
+            return await asyncio.wrap_future(future)
+        except FutureTimeout:
+            return MathVerdict(pred, False, "timeout")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.stop()
+            self._pool.join()
+            self._pool = None
