@@ -37,9 +37,12 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from arena.io.formats import VERDICT_LABELS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LABEL_RE = re.compile(r"\[\[\s*([AaBb])\s*(>>|<<|>|<|=|≫|≪)\s*([AaBb])\s*\]\]")
 _OPS = {"≫": ">>", "≪": "<<"}
@@ -234,3 +237,63 @@ def _copied_line(text: str, pos: int, sources: list[str]) -> bool:
                     return True
                 a = s.find(pair[0], a + 1)
     return False
+
+
+# --------------------------------------------------------------------------- per-model verdict health
+# How unparsed games count: a game with no verdict after the re-ask is left out of the score (as in
+# arena-hard-auto) and counted in n_unparsed. Since no label in an answer can hide the judge's own
+# verdict line any more, a model gains unparsed games only when the judge itself fails on its
+# answers; those models are named by ``verdict_outliers`` so their scores are not read at face value.
+OUTLIER_MARGIN = 0.05  # percentage points above the others' pooled share, as a fraction
+OUTLIER_ALPHA = 0.01
+
+
+def verdict_shares(judgments: Iterable) -> "pd.DataFrame":
+    """Per model: games judged (API failures left out), and the percentage that ended unparsed
+    (no usable verdict, ``unparsed`` or ``conflict``) or that needed a re-ask (``reasked``, whatever
+    its outcome). ``trouble`` counts games that were either."""
+    import pandas as pd
+
+    rows = []
+    for j in judgments:
+        for g in j.games:
+            if g.status == "failed":
+                continue
+            unparsed = g.score is None
+            reasked = bool(g.extra.get("reasked")) or g.status == "reasked"
+            rows.append((j.model, unparsed, reasked, unparsed or reasked))
+    df = pd.DataFrame(rows, columns=["model", "unparsed", "reasked", "trouble"])
+    if df.empty:
+        return pd.DataFrame(columns=["n_games", "unparsed_pct", "reasked_pct", "trouble"]).rename_axis("model")
+    g = df.groupby("model")
+    out = pd.DataFrame({
+        "n_games": g.size(),
+        "unparsed_pct": (100 * g["unparsed"].mean()).round(1),
+        "reasked_pct": (100 * g["reasked"].mean()).round(1),
+        "trouble": g["trouble"].sum(),
+    })
+    return out
+
+
+def verdict_outliers(shares: "pd.DataFrame", *, margin: float = OUTLIER_MARGIN, alpha: float = OUTLIER_ALPHA) -> dict[str, str]:
+    """Models whose share of unparsed or re-asked games is far above the other models'.
+
+    Rule: model m with k of n games unparsed or re-asked is flagged when k/n exceeds the pooled
+    share p0 of all other models by more than ``margin`` and a one-sided binomial test of k ~ Bin(n, p0)
+    gives p < ``alpha``. p0 is floored at half a game of the others' total, so a field with no
+    trouble at all does not make a single re-ask significant. Returns {model: warning line}."""
+    from scipy.stats import binomtest
+
+    out: dict[str, str] = {}
+    total_k, total_n = int(shares["trouble"].sum()), int(shares["n_games"].sum())
+    for model, row in shares.iterrows():
+        k, n = int(row["trouble"]), int(row["n_games"])
+        n0 = total_n - n
+        if n == 0 or n0 == 0:
+            continue
+        p0 = max((total_k - k) / n0, 0.5 / n0)
+        rate = k / n
+        if rate - p0 > margin and binomtest(k, n, min(p0, 1.0), alternative="greater").pvalue < alpha:
+            out[str(model)] = (f"{model}: {k} of {n} games ({100 * rate:.1f}%) had no verdict of the judge's own until re-asked or stayed "
+                               f"unparsed, against {100 * p0:.1f}% for the other models; read its score with care")
+    return out

@@ -21,6 +21,7 @@ Config (all optional)::
       "retry_after": 0.05,            # seconds, sent with 429s
       "hang_seconds": 30,
       "rules": [{"match": "regex", "reply": "text"} or {"match": "...", "replies": [...]}],
+                                      # "expand": true makes "reply" a template over the match's groups
       "default": "auto"               # auto | echo
     }
 
@@ -92,10 +93,12 @@ def reply_text(state: State, body: dict, key: str) -> str:
     system = _system(messages)
     everything = system + "\n" + "\n".join(str(m.get("content", "")) for m in messages)
     for rx, rule in state.compiled:
-        if rx.search(everything):
+        m = rx.search(everything)
+        if m:
             if "replies" in rule:
                 return rule["replies"][int(_h(key, "rule") * len(rule["replies"]))]
-            return rule["reply"]
+            # "expand": the reply is a template with the match's groups (\\1, \\g<name>), for judges that quote answers
+            return m.expand(rule["reply"]) if rule.get("expand") else rule["reply"]
     faults = state.config.get("faults", {})
     is_judge = "[[A>>B]]" in system or "final verdict" in system.lower()
     if is_judge and state.config.get("default", "auto") == "auto":
