@@ -5,6 +5,10 @@ Every test runs against a real loopback server (tests/fake_llm_server.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -191,3 +195,71 @@ def test_a_key_typed_where_its_variable_name_belongs_is_not_printed(tmp_path):
     with pytest.raises(ValueError) as info2:
         Endpoint(name="x", model="m", api_key_env="sk-live-abc123")
     assert "abc123" not in str(info2.value) and "expected an environment variable NAME" in str(info2.value)
+
+
+# ------------------------------------------------------------------ no paid call lost
+def _arena(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "arena.cli", *args], capture_output=True, text=True, timeout=600, **kw)
+
+
+def _answers_config(tmp_path, url, cache, n=400, concurrency=8):
+    q = tmp_path / "question.jsonl"
+    q.write_text("".join(json.dumps({"question_id": f"q{i:04d}", "turns": [{"content": f"Explain topic {i} at length."}]}) + "\n" for i in range(n)))
+    cfg = {
+        "questions": str(q),
+        "output_dir": str(tmp_path / "run"),
+        "cache": str(cache),
+        "backoff_base": 0.01,
+        "backoff_max": 0.05,
+        "endpoints": {"m": {"model": "m", "base_url": url, "max_concurrency": concurrency, "timeout": 5.0, "max_retries": 1}},
+        "answers": {"models": ["m"]},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 512 KiB file system (tmpfs), so SQLite meets a genuinely full disk."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _cache_rows(path):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return dict(db.execute("SELECT status, COUNT(*) FROM responses GROUP BY status").fetchall())
+    finally:
+        db.close()
+
+
+def test_full_disk_stops_the_run_at_once_with_one_line(fake_server, tmp_path, small_disk):
+    srv = fake_server({"latency": 0.01})
+    cache = small_disk / "cache.sqlite"
+    cfg = _answers_config(tmp_path, srv.url, cache)
+    res = _arena("answers", "--config", str(cfg))
+    assert res.returncode == 2, res.stderr
+    err = res.stderr.strip().splitlines()[-1]  # the lines before it are the progress bar
+    assert err == f"error: {cache}: cannot store responses in the cache: disk full; stopped before sending more requests"
+    assert "Traceback" not in res.stderr
+    st, rows = srv.stats(), _cache_rows(cache)
+    answered, stored = st["ok"], rows.get("ok", 0)
+    print(f"server answered {answered} (hits {st['hits']}), cache holds {stored}, lost {answered - stored} of 400 planned")
+    assert 0 < stored < 400
+    assert answered - stored == 0, "every reply the server sent is in the cache"
+    # Every answer written to the (roomy) output folder is backed by a stored reply; and once
+    # the disk has room again, the resume re-pays nothing that was answered before.
+    answers = (tmp_path / "run" / "model_answer" / "m.jsonl").read_text().splitlines()
+    assert len(answers) <= stored
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
+    again = _arena("answers", "--config", str(cfg))
+    assert again.returncode == 0, again.stderr
+    st2 = srv.stats()
+    assert st2["ok_repeated"] == 0 and st2["ok"] == 400
+    assert len((tmp_path / "run" / "model_answer" / "m.jsonl").read_text().splitlines()) == 400

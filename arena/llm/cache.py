@@ -14,8 +14,10 @@ reason: it is still served on resume (it was paid for), and ``--retry-failed`` r
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -86,6 +88,34 @@ def cache_key(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+class CacheWriteError(OSError):
+    """The cache cannot store a response (disk full, read-only, I/O error).
+
+    A response that cannot be stored is a paid call that a rerun would pay for again, so the
+    client stops the run at once when it sees this: no further requests are sent. It is an
+    ``OSError`` (with ``errno`` and ``filename``) so command lines report it in one line.
+    """
+
+    def __init__(self, path: Path, cause: BaseException, *, stored: bool = False):
+        msg = str(cause).lower()
+        code = getattr(cause, "sqlite_errorcode", None)
+        if code == getattr(sqlite3, "SQLITE_FULL", 13) or "full" in msg or getattr(cause, "errno", None) == errno.ENOSPC:
+            num, what = errno.ENOSPC, "disk full"
+        elif "readonly" in msg or "read-only" in msg or getattr(cause, "errno", None) in (errno.EROFS, errno.EACCES):
+            num, what = errno.EROFS, "read-only"
+        elif "unable to open" in msg:
+            num, what = errno.EACCES, "cannot open (read-only or missing folder)"
+        else:
+            num, what = errno.EIO, f"I/O error ({cause})"
+        super().__init__(num, what, str(path))
+        self.reason = what
+        # True when this response did get stored (into the released reserve) even so.
+        self.stored = stored
+
+    def __str__(self) -> str:
+        return f"{self.filename}: cannot store responses in the cache: {self.reason}; stopped before sending more requests"
+
+
 @dataclass(frozen=True)
 class CachedResponse:
     key: str
@@ -110,24 +140,67 @@ class CachedResponse:
         return self.ok and self.rejected is None
 
 
+# Space held next to the cache for the replies already in flight when the disk fills up.
+RESERVE_MAX_BYTES = 4 << 20
+
+
 class ResponseCache:
-    """SQLite-backed cache; every write is committed at once so a kill loses nothing paid for."""
+    """SQLite-backed cache; every write is committed at once so a kill loses nothing paid for.
+
+    A full disk must not lose the replies that were already on their way when it filled up:
+    the cache holds a reserve file (``<cache>-reserve``: a quarter of the free space, at most
+    4 MiB) and releases it at the first ``SQLITE_FULL``, so that reply and those in flight can
+    still be committed while the client stops sending. The reserve is removed on ``close``.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # check_same_thread=False: the asyncio client may hand writes to a worker thread.
-        self._db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
-        # Caches written before rejections existed lack the column; add it in place.
-        cols = {r[1] for r in self._db.execute("PRAGMA table_info(responses)")}
-        if "rejected" not in cols:
-            self._db.execute("ALTER TABLE responses ADD COLUMN rejected TEXT")
+        self._reserve = self.path.with_name(self.path.name + "-reserve")
+        self.full: CacheWriteError | None = None
+        self._hold_reserve()
+        try:
+            # check_same_thread=False: the asyncio client may hand writes to a worker thread.
+            self._db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a crash or kill -9 of this process (only
+            # power loss can roll back the last ones) without an fsync per call.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            # Caches written before rejections existed lack the column; add it in place.
+            cols = {r[1] for r in self._db.execute("PRAGMA table_info(responses)")}
+            if "rejected" not in cols:
+                self._db.execute("ALTER TABLE responses ADD COLUMN rejected TEXT")
+        except sqlite3.OperationalError as exc:
+            raise CacheWriteError(self.path, exc) from None
+
+    def _hold_reserve(self) -> None:
+        try:
+            vfs = os.statvfs(self.path.parent)
+            have = self._reserve.stat().st_size if self._reserve.exists() else 0
+            size = min(RESERVE_MAX_BYTES, (vfs.f_bavail * vfs.f_frsize + have) // 4)
+            with open(self._reserve, "ab") as fh:
+                if size > have:
+                    os.posix_fallocate(fh.fileno(), 0, size)
+        except OSError:  # no room or no write access: SQLite itself will say so
+            try:
+                self._reserve.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    def _release_reserve(self) -> bool:
+        try:
+            self._reserve.unlink()
+            return True
+        except OSError:
+            return False
 
     def close(self) -> None:
         self._db.close()
+        try:
+            self._reserve.unlink(missing_ok=True)
+        except OSError:
+            pass
 
     def __enter__(self) -> "ResponseCache":
         return self
@@ -178,7 +251,7 @@ class ResponseCache:
             raise ValueError("a successful response needs text")
         # A success never gets overwritten by a later failure of the same request; a rejected
         # success is replaced by whatever the re-ask brings.
-        self._db.execute(
+        self._write(
             "INSERT INTO responses (key, model, endpoint, stage, status, text, payload, error,"
             " prompt_tokens, completion_tokens, reasoning_tokens, cost, attempts, created)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -205,9 +278,30 @@ class ResponseCache:
             ),
         )
 
+    def _write(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Cursor:
+        """One autocommitted statement. A storage failure becomes :class:`CacheWriteError`;
+        on the first one the reserve is released and the statement retried, so that reply is
+        kept (``stored=True``) and the error still stops the run."""
+        try:
+            cur = self._db.execute(sql, args)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            error = CacheWriteError(self.path, exc)
+            if self.full is None:
+                self.full = error
+            if not (error.errno == errno.ENOSPC and self._release_reserve()):
+                raise error from None
+            try:
+                self._db.execute(sql, args)
+            except sqlite3.DatabaseError:
+                raise error from None
+            raise CacheWriteError(self.path, exc, stored=True) from None
+        return cur
+
     def reject(self, key: str, reason: str) -> bool:
         """Mark a stored success as unusable by its caller; returns whether a row was marked."""
-        cur = self._db.execute(
+        cur = self._write(
             "UPDATE responses SET rejected = ? WHERE key = ? AND status = 'ok'", (reason or "rejected", key)
         )
         return cur.rowcount > 0

@@ -22,7 +22,7 @@ try:  # the HTTP library the installed openai SDK is built on
 except ImportError:  # pragma: no cover - older SDKs use httpx
     import httpx as _http
 
-from arena.llm.cache import DEFAULT_BASE_URL, ResponseCache, cache_key
+from arena.llm.cache import DEFAULT_BASE_URL, CacheWriteError, ResponseCache, cache_key
 from arena.llm.cost import DryRunEstimate, UsageLedger, estimate_tokens
 from arena.llm.endpoints import Endpoint
 
@@ -129,6 +129,10 @@ class LLMClient:
         self._limiters: dict[str, _RateLimiter] = {}
         self._inflight: dict[str, asyncio.Future] = {}
         self._secrets = self._collect_secrets()
+        # Set when the cache cannot store a response: from then on nothing is sent.
+        self._halted: CacheWriteError | None = None
+        self._attempts: set[asyncio.Task] = set()
+        self._calls: set[asyncio.Future] = set()  # calls between asking and storing
 
     # ----------------------------------------------------------------- helpers
     def endpoint(self, name: str) -> Endpoint:
@@ -237,9 +241,38 @@ class LLMClient:
         return est
 
     # ----------------------------------------------------------------- calls
+    def _check_halted(self) -> None:
+        if self._halted is not None:
+            raise self._halted
+
+    def _halt(self, exc: CacheWriteError) -> None:
+        """Stop the run: no new request (or retry) is sent. While the cache's reserve still
+        had room (``exc.stored``), attempts in flight finish and are stored; once a reply is
+        truly lost, the rest are cancelled (they could not be stored either)."""
+        if self._halted is None:
+            self._halted = exc
+        if exc.stored:
+            return
+        current = asyncio.current_task()
+        for task in list(self._attempts):
+            if task is not current:
+                task.cancel()
+
     async def chat(self, req: ChatRequest) -> ChatResult:
         """One request: from the cache if possible, else the API with retries; never raises
-        for API trouble (the result says ``ok=False`` with the error)."""
+        for API trouble (the result says ``ok=False`` with the error).
+
+        Raises :class:`CacheWriteError` when the cache cannot store a reply (disk full,
+        read-only): the reply is lost, so the client stops: this and every later or in-flight
+        ``chat`` raises it and no further request is sent."""
+        try:
+            return await self._chat(req)
+        except CacheWriteError:
+            await self._quiet()
+            raise
+
+    async def _chat(self, req: ChatRequest) -> ChatResult:
+        self._check_halted()
         ep = self.endpoint(req.endpoint)
         key = self.key_for(req)
         if self.cache is not None:
@@ -280,16 +313,44 @@ class LLMClient:
                 limiter = self._limiters.get(ep.name)
                 if limiter is not None:
                     await limiter.wait()
+                self._check_halted()
+                task = asyncio.ensure_future(attempt())
+                self._attempts.add(task)
                 try:
-                    return await attempt(), attempts, None
+                    return await task, attempts, None
+                except asyncio.CancelledError:
+                    # Our own halt cancelled the attempt: report why; a cancel from outside
+                    # (the caller gave up) stays a cancel.
+                    me = asyncio.current_task()
+                    if self._halted is not None and not (me is not None and me.cancelling()):
+                        raise self._halted from None
+                    raise
                 except _Retryable as exc:
                     if attempts > ep.max_retries:
                         return None, attempts, self.scrub(str(exc))
                     await asyncio.sleep(self._backoff(attempts, exc.retry_after))
                 except openai.APIStatusError as exc:  # non-retryable HTTP status
                     return None, attempts, self.scrub(f"HTTP {exc.status_code}: {exc.message}")
+                finally:
+                    self._attempts.discard(task)
+
+    async def _quiet(self) -> None:
+        """Wait until no call is between asking and storing, so that when the run stops (the
+        error reaches the caller, whose task group then cancels everything) every reply that
+        is on its way has landed in the cache."""
+        while self._calls:
+            await asyncio.wait(set(self._calls))
 
     async def _call(self, ep: Endpoint, req: ChatRequest, key: str) -> ChatResult:
+        done = asyncio.get_running_loop().create_future()
+        self._calls.add(done)
+        try:
+            return await self._ask_and_store(ep, req, key)
+        finally:
+            self._calls.discard(done)
+            done.set_result(None)
+
+    async def _ask_and_store(self, ep: Endpoint, req: ChatRequest, key: str) -> ChatResult:
         client = self._client(ep)
         params = self.request_params(req)
         value, attempts, error = await self._retrying(ep, lambda: self._attempt(client, ep, req, params))
@@ -357,18 +418,25 @@ class LLMClient:
         return delay
 
     def _store(self, res: ChatResult) -> None:
+        """Commit the outcome before anything else happens to it; if it cannot be committed,
+        account the lost call and stop the run (see :meth:`chat`)."""
         req = res.request
         ep = self.endpoint(req.endpoint)
-        self.ledger.record(
-            req.stage, ep.name, cached=False, ok=res.ok, prompt_tokens=res.prompt_tokens,
-            completion_tokens=res.completion_tokens, reasoning_tokens=res.reasoning_tokens, cost=res.cost,
-        )
-        if self.cache is not None:
-            self.cache.put(
-                res.key, model=ep.model, endpoint=ep.name, stage=req.stage, ok=res.ok, text=res.text,
-                payload=res.payload, error=res.error, prompt_tokens=res.prompt_tokens,
-                completion_tokens=res.completion_tokens, reasoning_tokens=res.reasoning_tokens,
-                cost=res.cost, attempts=res.attempts,
+        try:
+            if self.cache is not None:
+                self.cache.put(
+                    res.key, model=ep.model, endpoint=ep.name, stage=req.stage, ok=res.ok, text=res.text,
+                    payload=res.payload, error=res.error, prompt_tokens=res.prompt_tokens,
+                    completion_tokens=res.completion_tokens, reasoning_tokens=res.reasoning_tokens,
+                    cost=res.cost, attempts=res.attempts,
+                )
+        except CacheWriteError as exc:
+            self._halt(exc)
+            raise
+        finally:  # paid for either way, so it is on the ledger either way
+            self.ledger.record(
+                req.stage, ep.name, cached=False, ok=res.ok, prompt_tokens=res.prompt_tokens,
+                completion_tokens=res.completion_tokens, reasoning_tokens=res.reasoning_tokens, cost=res.cost,
             )
 
     async def chat_many(
