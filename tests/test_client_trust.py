@@ -263,3 +263,72 @@ def test_full_disk_stops_the_run_at_once_with_one_line(fake_server, tmp_path, sm
     st2 = srv.stats()
     assert st2["ok_repeated"] == 0 and st2["ok"] == 400
     assert len((tmp_path / "run" / "model_answer" / "m.jsonl").read_text().splitlines()) == 400
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount a small tmpfs (so it can be made read-only for real: root ignores chmod)."""
+    mounts = []
+
+    def make(name, size="8m"):
+        mnt = tmp_path / name
+        mnt.mkdir()
+        res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True)
+        if res.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
+        mounts.append(mnt)
+        return mnt
+
+    yield make
+    for m in mounts:
+        subprocess.run(["umount", "-l", str(m)], check=False)
+
+
+def _read_only(mnt):
+    subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+
+
+def test_read_only_output_folder_is_one_line_for_answers(fake_server, tmp_path, tmpfs):
+    srv = fake_server({})
+    out = tmpfs("out")
+    _read_only(out)
+    cfg = _answers_config(tmp_path, srv.url, out / "run" / "cache.sqlite", n=5)
+    cfg.write_text(cfg.read_text().replace(str(tmp_path / "run"), str(out / "run")))
+    res = _arena("answers", "--config", str(cfg))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [f"error: {out / 'run'}: read-only file system (EROFS)"]
+    assert srv.stats()["hits"] == 0
+
+
+def test_read_only_cache_folder_names_the_cache(fake_server, tmp_path, tmpfs):
+    srv = fake_server({})
+    ro = tmpfs("ro")
+    (ro / "cache").mkdir()
+    _read_only(ro)
+    cfg = _answers_config(tmp_path, srv.url, ro / "cache" / "cache.sqlite", n=5)
+    res = _arena("answers", "--config", str(cfg))
+    assert res.returncode == 2 and srv.stats()["hits"] == 0
+    assert res.stderr.strip().splitlines() == [
+        f"error: {ro / 'cache' / 'cache.sqlite'}: cannot store responses in the cache: read-only file system; stopped before sending more requests"
+    ]
+
+
+def test_judging_into_a_read_only_folder_is_one_line_and_loses_nothing(fake_server, tmp_path, tmpfs):
+    srv = fake_server({})
+    out = tmpfs("out")
+    cfg = _answers_config(tmp_path, srv.url, tmp_path / "cache.sqlite", n=5)
+    data = yaml.safe_load(cfg.read_text())
+    data["output_dir"] = str(out / "run")
+    data["answers"]["models"] = ["m", "base"]
+    data["endpoints"]["base"] = {**data["endpoints"]["m"], "model": "base"}
+    data["endpoints"]["judge"] = {**data["endpoints"]["m"], "model": "judge"}
+    data["judge"] = {"endpoint": "judge", "baseline": "base", "models": ["m"]}
+    cfg.write_text(yaml.safe_dump(data))
+    assert _arena("answers", "--config", str(cfg)).returncode == 0
+    before = {p: p.read_bytes() for p in (out / "run").rglob("*.jsonl")}
+    _read_only(out)
+    res = _arena("judge", "--config", str(cfg))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {out / 'run'}") and last.endswith("read-only file system (EROFS)")
+    assert {p: p.read_bytes() for p in (out / "run").rglob("*.jsonl")} == before

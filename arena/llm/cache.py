@@ -88,6 +88,18 @@ def cache_key(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _why_not_writable(folder: Path) -> OSError | None:
+    """SQLite only says "unable to open database file"; name the real cause when we can."""
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return OSError(errno.EROFS, "read-only file system")
+        if not os.access(folder, os.W_OK):
+            return OSError(errno.EACCES, "permission denied")
+    except OSError as exc:
+        return exc
+    return None
+
+
 class CacheWriteError(OSError):
     """The cache cannot store a response (disk full, read-only, I/O error).
 
@@ -101,8 +113,12 @@ class CacheWriteError(OSError):
         code = getattr(cause, "sqlite_errorcode", None)
         if code == getattr(sqlite3, "SQLITE_FULL", 13) or "full" in msg or getattr(cause, "errno", None) == errno.ENOSPC:
             num, what = errno.ENOSPC, "disk full"
-        elif "readonly" in msg or "read-only" in msg or getattr(cause, "errno", None) in (errno.EROFS, errno.EACCES):
-            num, what = errno.EROFS, "read-only"
+        elif getattr(cause, "errno", None) == errno.EACCES:
+            num, what = errno.EACCES, "permission denied"
+        elif getattr(cause, "errno", None) == errno.EROFS:
+            num, what = errno.EROFS, "read-only file system"
+        elif "readonly" in msg or "read-only" in msg:
+            num, what = errno.EROFS, "read-only database"
         elif "unable to open" in msg:
             num, what = errno.EACCES, "cannot open (read-only or missing folder)"
         else:
@@ -172,7 +188,7 @@ class ResponseCache:
             if "rejected" not in cols:
                 self._db.execute("ALTER TABLE responses ADD COLUMN rejected TEXT")
         except sqlite3.OperationalError as exc:
-            raise CacheWriteError(self.path, exc) from None
+            raise CacheWriteError(self.path, _why_not_writable(self.path.parent) or exc) from None
 
     def _hold_reserve(self) -> None:
         try:
