@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -332,3 +333,34 @@ def test_judging_into_a_read_only_folder_is_one_line_and_loses_nothing(fake_serv
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: {out / 'run'}") and last.endswith("read-only file system (EROFS)")
     assert {p: p.read_bytes() for p in (out / "run").rglob("*.jsonl")} == before
+
+
+def test_no_key_reaches_any_output_of_a_cli_run(fake_server, tmp_path):
+    srv = fake_server({"echo_auth_200": True})
+    cfg = _answers_config(tmp_path, srv.url, tmp_path / "cache.sqlite", n=5)
+    data = yaml.safe_load(cfg.read_text())
+    data["endpoints"]["m"]["api_key_env"] = "TRUST_TEST_KEY"
+    cfg.write_text(yaml.safe_dump(data))
+    res = _arena("answers", "--config", str(cfg), env={**os.environ, "TRUST_TEST_KEY": SECRET})
+    assert res.returncode == 0, res.stderr
+    assert srv.stats()["ok"] == 5
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and "fake_server" not in p.name]
+    assert any(p.name == "run_log.jsonl" for p in written)
+    for p in written:
+        assert SECRET.encode() not in p.read_bytes(), p
+    assert SECRET not in res.stdout + res.stderr
+    answers = (tmp_path / "run" / "model_answer" / "m.jsonl").read_text()
+    assert answers.count("Bearer [REDACTED]") == 5
+
+
+def test_a_key_in_extra_headers_is_refused_before_any_call(fake_server, tmp_path):
+    srv = fake_server({"echo_auth_200": True})
+    cfg = _answers_config(tmp_path, srv.url, tmp_path / "cache.sqlite", n=5)
+    data = yaml.safe_load(cfg.read_text())
+    data["endpoints"]["m"]["params"] = {"extra_headers": {"Authorization": f"Bearer {SECRET}"}}
+    cfg.write_text(yaml.safe_dump(data))
+    res = _arena("answers", "--config", str(cfg))
+    assert res.returncode == 2 and srv.stats()["hits"] == 0
+    assert SECRET not in res.stdout + res.stderr
+    line = " ".join(res.stderr.split())
+    assert "endpoints.m.params.extra_headers.Authorization" in line and "api_key_env" in line
