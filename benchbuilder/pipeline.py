@@ -5,13 +5,13 @@ stage can be rerun alone, and a rerun reuses the embedding cache and the LLM res
 
 ``prompts.jsonl`` / ``drops.jsonl`` / ``ingest.json`` (ingest), ``clusters.jsonl`` /
 ``topics.json`` (cluster), ``annotations/<stage>.jsonl`` / ``annotation.json`` /
-``usage.csv`` (annotate), ``question.jsonl`` (select), ``report/`` (report).
+``usage.csv`` (every LLM call of the run: embeddings, cluster labels, annotation), ``question.jsonl`` (select), ``report/`` (report).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,10 +28,19 @@ def _noop(msg: str) -> None:
     pass
 
 
+def _new_ledger() -> Any:
+    from arena.llm.cost import UsageLedger
+
+    return UsageLedger()
+
+
 @dataclass
 class Pipeline:
     config: BuildConfig
     log: Log = _noop
+    # One ledger per run: every client this pipeline makes (embeddings, cluster labels,
+    # annotation) accounts into it, so usage.csv holds every call of the run.
+    ledger: Any = field(default_factory=_new_ledger)
 
     @property
     def out(self) -> Path:
@@ -49,7 +58,13 @@ class Pipeline:
         if c.endpoints:
             eps.update(parse_endpoints(c.endpoints, source="config:endpoints"))
         cache = ResponseCache(c.llm_cache or self.out / "llm_cache.sqlite")
-        return LLMClient(eps, cache, retry_failed=retry_failed)
+        return LLMClient(eps, cache, retry_failed=retry_failed, ledger=self.ledger)
+
+    def write_usage(self) -> None:
+        """``usage.csv``: this run's calls so far, every stage and endpoint."""
+        if self.ledger.totals:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.ledger.to_frame().to_csv(self.out / "usage.csv", index=False)
 
     def embedder(self, client: Any = None):
         from benchbuilder.embed import CachedEmbedder, EmbeddingCache, Model2VecEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
@@ -146,6 +161,7 @@ class Pipeline:
         st = tm.stats()
         save_assignments(self.out / "clusters.jsonl", ids, tm.topics_, tm.labels_, tm.keywords_, st, tm.examples_)
         self.log(f"{st.n_topics} topics, largest {st.largest_share:.1%}, outliers before reduction {st.outlier_share_before:.1%}")
+        self.write_usage()
         return st.to_dict()
 
     def annotate(self, *, retry_failed: bool | None = None, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
@@ -183,8 +199,8 @@ class Pipeline:
         asyncio.run(run_all())
         summary["survivors"] = alive
         write_json(self.out / "annotation.json", summary)
-        client.ledger.to_frame().to_csv(self.out / "usage.csv", index=False)
-        summary["usage"] = client.ledger.to_frame()
+        self.write_usage()
+        summary["usage"] = self.ledger.to_frame()
         return summary
 
     def _final_annotations(self):

@@ -364,3 +364,38 @@ def test_a_key_in_extra_headers_is_refused_before_any_call(fake_server, tmp_path
     assert SECRET not in res.stdout + res.stderr
     line = " ".join(res.stderr.split())
     assert "endpoints.m.params.extra_headers.Authorization" in line and "api_key_env" in line
+
+
+# ------------------------------------------------------------------ one ledger per run
+def test_curation_run_has_one_ledger_with_embeddings_labels_and_annotation(fake_server, tmp_path):
+    import pandas as pd
+
+    from arena.io.jsonl import write_jsonl
+    from benchbuilder.cluster import save_assignments
+    from benchbuilder.config import BuildConfig
+    from benchbuilder.pipeline import Pipeline
+
+    srv = fake_server({"embedding_dim": 8, "rules": [
+        {"match": "Keywords:", "reply": "Topic: Sorting"},
+        {"match": "Criteria Satisfied", "reply": "Criteria Satisfied: [1, 2, 3]"},
+    ]})
+    ep = {"base_url": srv.url, "max_retries": 0, "price": {"input": 1.0, "output": 2.0}}
+    cfg = BuildConfig(
+        output=str(tmp_path / "run"),
+        input={"paths": ["unused.jsonl"]},
+        embedding={"backend": "openai", "endpoint": "emb", "cache": str(tmp_path / "emb.sqlite"), "batch_size": 2},
+        clustering={"labeller": "llm", "label_endpoint": "lab"},
+        annotation={"stages": [{"name": "s1", "endpoint": "ann"}]},
+        endpoints={"emb": {"model": "e", **ep}, "lab": {"model": "l", **ep}, "ann": {"model": "a", **ep}},
+    )
+    p = Pipeline(cfg)
+    prompts = {f"p{i}": f"sort a list of {i} numbers" for i in range(4)}
+    write_jsonl(p.out / "prompts.jsonl", ({"source_id": k, "prompt": v, "source": "t"} for k, v in prompts.items()))
+    p.embedder().embed(list(prompts.values()))
+    labels = p.topic_model().labeller.label({0: ["sort", "list"]}, {0: ["sort a list"]})
+    save_assignments(p.out / "clusters.jsonl", list(prompts), [0] * 4, labels, {0: ["sort"]})
+    p.annotate()
+    usage = pd.read_csv(p.out / "usage.csv").set_index("stage")
+    assert usage.loc["embed", "calls"] == 2 and usage.loc["cluster_label", "calls"] == 1
+    assert usage.loc["annotate:s1", "calls"] == 4
+    assert usage["calls"].sum() == srv.stats()["ok"] == 7
