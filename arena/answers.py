@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from arena.io.formats import Answer, Question, read_answer_file
 from arena.io.jsonl import JsonlAppender
@@ -20,7 +20,7 @@ from arena.llm.client import ChatRequest, ChatResult, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.stats.markdown_stats import answer_metadata
 from arena.prompts import Template
-from arena.provenance import endpoint_record
+from arena.provenance import endpoint_identity, endpoint_record
 
 STAGE = "answers"
 
@@ -32,6 +32,13 @@ class AnswerReport:
     written: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    other_settings: int = 0  # kept answers made with another endpoint, params or system prompt
+
+    def settings_note(self) -> str | None:
+        if not self.other_settings:
+            return None
+        return (f"{self.model}: {self.other_settings} kept answers were made with other settings (endpoint, params or system prompt); "
+                f"delete them to regenerate (their judgments are re-judged automatically when answers change)")
 
 
 def turn_request(model: str, question: Question, history: list[dict], system: Template | None, params: dict) -> ChatRequest:
@@ -92,10 +99,24 @@ def answer_record(model: str, q: Question, results: list[ChatResult], texts: lis
     }
 
 
+def _existing_answers(path: Path) -> dict[str, Answer]:
+    return read_answer_file(path, allow_empty=True, torn_tail="skip") if path.exists() and path.stat().st_size else {}
+
+
 def pending_questions(path: Path, questions: Sequence[Question]) -> tuple[list[Question], int]:
-    done = set(read_answer_file(path, allow_empty=True, torn_tail="skip")) if path.exists() and path.stat().st_size else set()
+    done = _existing_answers(path)
     todo = [q for q in questions if q.question_id not in done]
     return todo, len(questions) - len(todo)
+
+
+def made_with_other_settings(answers: Iterable[Answer], provenance: dict) -> int:
+    """How many answers record an endpoint (model, base_url, params) or system prompt other than
+    ``provenance``; answers without provenance are of unknown settings and not counted."""
+    want = (endpoint_identity(provenance["endpoint"]), provenance["template_version"])
+    return sum(
+        1 for a in answers
+        if a.provenance is not None and (endpoint_identity(a.provenance.get("endpoint")), a.provenance.get("template_version")) != want
+    )
 
 
 def estimate_answers(client: LLMClient, models: Sequence[str], questions: Sequence[Question], answer_dir: Path, system: Template | None, params: dict) -> DryRunEstimate:
@@ -125,10 +146,13 @@ async def generate_answers(
     for m in models:
         path = answer_dir / f"{m}.jsonl"
         writers[m] = JsonlAppender(path)  # repairs a torn tail before we read it
-        todo, done = pending_questions(path, questions)
-        rep = AnswerReport(model=m, done_before=done)
+        existing = _existing_answers(path)
+        todo = [q for q in questions if q.question_id not in existing]
+        rep = AnswerReport(model=m, done_before=len(questions) - len(todo))
         reports.append(rep)
         prov = answer_provenance(client, m, system, params)
+        asked = {q.question_id for q in questions}
+        rep.other_settings = made_with_other_settings((a for q, a in existing.items() if q in asked), prov)
 
         async def run(q: Question, m: str = m, rep: AnswerReport = rep, prov: dict = prov) -> None:
             results, texts = await _answer_one(client, m, q, system, params)

@@ -117,6 +117,8 @@ def _do_answers(cfg, client, dry_run: bool):
     for r in reports:
         msg = f"{r.model}: {r.written} written, {r.done_before} already done, {r.failed} failed"
         console.print(msg + (" (rerun with --retry-failed to re-ask)" if r.failed else ""))
+        if r.settings_note():
+            console.print(r.settings_note(), markup=False, highlight=False)
         for e in r.errors[:3]:
             console.print(f"  [red]{e}[/]")
     return None

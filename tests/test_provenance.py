@@ -266,3 +266,18 @@ def test_failed_run_is_logged(fake_server, tmp_path):
     assert res.returncode == 2 and "FAKE_PROVIDER_KEY" in res.stderr
     log = _records(tmp_path / "run" / "run_log.jsonl")
     assert [(r["command"], r["status"]) for r in log] == [("answers", "failed")]
+
+
+def test_answers_made_with_other_settings_are_reported_not_redone(fake_server, tmp_path):
+    n = 6
+    srv = fake_server({})
+    cfg = _write_config(tmp_path, srv.url, n)
+    _ok(_arena("answers", "--config", str(cfg), env=_env()))
+    hits = srv.stats()["hits"]
+    out = _ok(_arena("answers", "--config", str(cfg), env=_env()))
+    assert "other settings" not in out and srv.stats()["hits"] == hits
+    cfg = _write_config(tmp_path, srv.url, n, answer_params={"max_tokens": 99})
+    out = _ok(_arena("answers", "--config", str(cfg), env=_env()))
+    assert f"model-a: {n} kept answers were made with other settings" in out.replace("\n", " ")
+    assert f"baseline: {n} kept answers were made with other settings" in out.replace("\n", " ")
+    assert srv.stats()["hits"] == hits  # nothing is paid for behind the user's back
