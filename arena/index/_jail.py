@@ -29,6 +29,7 @@ import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
+PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -202,6 +203,8 @@ def main() -> None:
     limits = cfg["limits"]
     # Isolation first, on its own line, so a run killed at the wall clock still reports it.
     os.write(status_fd, (json.dumps({"isolation": iso}) + "\n").encode())
+    # Orphans of the namespace come back to us (not the host's init), so we can reap them all.
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     pid = os.fork()
     if pid == 0:
         try:
@@ -228,7 +231,15 @@ def main() -> None:
                 os.write(status_fd, (json.dumps({"setup_error": repr(exc)}) + "\n").encode())
             finally:
                 os._exit(EXIT_SETUP)
+    # The parent stops an overlong run by killing this init (its host pid is on the status fd),
+    # so this process lives on to reap the namespace.
+    os.write(status_fd, (json.dumps({"init_pid": pid}) + "\n").encode())
     _, status, usage = os.wait4(pid, 0)
+    while True:  # the kernel has SIGKILLed the rest of the namespace: reap it
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
     cpu = usage.ru_utime + usage.ru_stime
     # Under load the kernel may deliver the hard limit's SIGKILL rather than SIGXCPU; the CPU
     # time used tells the two apart from a kill for another reason.

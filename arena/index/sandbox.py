@@ -240,8 +240,30 @@ class LiveRun:
     run_uid: int | None
     t0: float
 
+    status_raw: bytes = b""
+
+    def _read_status(self, *, block: bool) -> None:
+        os.set_blocking(self.status_fd, block)
+        try:
+            while chunk := os.read(self.status_fd, 1 << 16):
+                self.status_raw += chunk
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(self.status_fd, True)
+
     def kill(self) -> None:
-        # Kill the session: the namespace init dies, and the kernel kills the rest.
+        """Kill the namespace's init first, so the jail lives to reap every process in it
+        (nothing is left for the host's init); then the whole session, whatever is left."""
+        if self.proc.poll() is None:
+            self._read_status(block=False)
+            init = next((json.loads(line)["init_pid"] for line in self.status_raw.splitlines() if b'"init_pid"' in line), None)
+            if init is not None:
+                try:
+                    os.kill(init, signal.SIGKILL)
+                    self.proc.wait(timeout=2)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -274,8 +296,9 @@ class LiveRun:
             if self.run_uid is not None:
                 _sweep_uid(self.run_uid)
             wall = time.perf_counter() - self.t0
-            with os.fdopen(self.status_fd, "rb") as f:
-                raw = f.read()
+            self._read_status(block=True)
+            os.close(self.status_fd)
+            raw = self.status_raw
             status: dict = {"isolation": {}, "exit": None, "signal": signal.SIGKILL}
             for line in raw.decode("utf-8", errors="replace").splitlines():
                 try:

@@ -549,6 +549,8 @@ def grade_lcb(sandbox: Sandbox, code: str, tests: list[dict], *, testtype: str, 
     # The channel is the sandbox's stdout; raise its cap so large outputs are not cut.
     recs, clean = _records(res.stdout, nonce)
     runs = [_run_summary(res, "solution")]
+    if not clean:  # a second record for a test, or one without the nonce: someone forged it
+        return CodeGrade("no_evidence", len(tests), 0, detail="malformed or duplicate records", stderr=res.stderr, runs=runs, tag=tag)
     passed = 0
     for i, t in enumerate(tests):
         rec = recs.get(i)
@@ -579,8 +581,6 @@ def grade_lcb(sandbox: Sandbox, code: str, tests: list[dict], *, testtype: str, 
         if not ok:
             return CodeGrade("wrong_answer", len(tests), passed, detail=f"test {i}: wrong answer", stderr=res.stderr, runs=runs, tag=tag)
         passed += 1
-    if not clean:
-        return CodeGrade("no_evidence", len(tests), passed, detail="malformed or duplicate records", stderr=res.stderr, runs=runs, tag=tag)
     return CodeGrade("passed", len(tests), passed, stderr=res.stderr, runs=runs, tag=tag)
 
 
