@@ -224,12 +224,11 @@ def index_results(output_dir: PathLike, *, seed: int = 0, rounds: int = 1000) ->
     """Per-eval accuracy with CIs for every model in an index output folder
     (``<output>/<model>/<eval>.jsonl``); columns as ``arena index show`` plus ``model``."""
     from arena.index.report import summarize
-    from arena.index.runner import read_records
 
     out = Path(output_dir)
     frames = []
     for d in sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
-        recs = read_records(out, d.name)
+        recs = read_index_records(out, d.name)
         if recs:
             table, _ = summarize(recs, rng=np.random.default_rng(seed), rounds=rounds)
             frames.append(table.assign(model=d.name))
@@ -242,6 +241,22 @@ def index_results(output_dir: PathLike, *, seed: int = 0, rounds: int = 1000) ->
 def index_summary(output_dir: PathLike, model: str, *, seed: int = 0, rounds: int = 1000) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-eval table, indices table) for one model, as ``arena index show`` computes them."""
     from arena.index.report import summarize
-    from arena.index.runner import read_records
 
-    return summarize(read_records(Path(output_dir), model), rng=np.random.default_rng(seed), rounds=rounds)
+    return summarize(read_index_records(Path(output_dir), model), rng=np.random.default_rng(seed), rounds=rounds)
+
+
+def read_index_records(output_dir: PathLike, model: str) -> dict[str, list[dict]]:
+    """``{eval: [record]}`` from ``<output>/<model>/<eval>.jsonl``; for a repeated (item, repeat)
+    the last record wins (a resumed or retried item is appended after the one it replaces), and
+    a torn last line left by a kill is skipped, as the index runner reads them."""
+    from arena.io.jsonl import read_jsonl
+
+    base = Path(output_dir) / model
+    out: dict[str, list[dict]] = {}
+    for path in sorted(base.glob("*.jsonl")) if base.is_dir() else []:
+        last: dict[tuple, dict] = {}
+        for _, rec in read_jsonl(path, torn_tail="skip"):
+            last[(rec.get("item_id"), rec.get("repeat"))] = rec
+        if last:
+            out[path.stem] = list(last.values())
+    return out

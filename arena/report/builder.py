@@ -395,14 +395,14 @@ def _topic_map(prompts: dict[str, str], clusters: dict[str, int], labels: dict[i
 
 # --------------------------------------------------------------------------- index
 def build_index(src: Source, i: int, out: Path, opts: ReportOptions, log) -> dict:
+    from arena.api import read_index_records
     from arena.index.report import summarize
-    from arena.index.runner import read_records
 
     log(f"index: {src.path}")
     prompts = _index_prompts(opts.index_config, log) if opts.index_config else {}
     models = []
     for k, d in enumerate(sorted(p for p in src.path.iterdir() if p.is_dir())):
-        recs = read_records(src.path, d.name)
+        recs = read_index_records(src.path, d.name)
         if not recs:
             continue
         table, indices = summarize(recs, rng=np.random.default_rng(opts.seed), rounds=1000)

@@ -88,7 +88,8 @@
     });
     return el("label", null, label + " ", s);
   }
-  function plot(div, data, layout) {
+  function plot(parent, div, data, layout) {
+    parent.appendChild(div); // attached first, so Plotly sizes it to the page width
     layout = Object.assign({ margin: { l: 60, r: 20, t: 30, b: 60 }, font: { size: 12 } }, layout || {});
     if (window.Plotly) window.Plotly.newPlot(div, data, layout, { displaylogo: false, responsive: true });
     return div;
@@ -135,7 +136,13 @@
     if (src === null || src === undefined) { root.appendChild(el("p", { cls: "muted", text: "(no text)" })); return root; }
     var lines = String(src).replace(/\r\n?/g, "\n").split("\n"), i = 0, para = [], list = null;
     function flush() {
-      if (para.length) { root.appendChild(inline(para.join(" "), el("p"))); para = []; }
+      if (para.length) {
+        // Line breaks inside a paragraph are kept: answers (verse, ABC notation, addresses) rely on them.
+        var p = el("p");
+        para.forEach(function (ln, k) { if (k) p.appendChild(el("br")); inline(ln, p); });
+        root.appendChild(p);
+        para = [];
+      }
       list = null;
     }
     while (i < lines.length) {
@@ -155,13 +162,25 @@
       if ((m = /^(#{1,6})\s+(.*)$/.exec(line))) { flush(); root.appendChild(inline(m[2], el("h" + Math.min(6, m[1].length + 2)))); i++; continue; }
       if ((m = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line))) {
         var ordered = /\d/.test(m[1]);
-        if (para.length) { root.appendChild(inline(para.join(" "), el("p"))); para = []; }
+        if (para.length) { var l0 = list; flush(); list = l0; }
         if (!list || list.ordered !== ordered) { list = root.appendChild(el(ordered ? "ol" : "ul")); list.ordered = ordered; }
         list.appendChild(inline(m[2], el("li")));
         i++; continue;
       }
       if ((m = /^>\s?(.*)$/.exec(line))) { flush(); root.appendChild(inline(m[1], el("blockquote"))); i++; continue; }
-      if (/^\s*\|.*\|\s*$/.test(line)) { flush(); root.appendChild(el("pre", { cls: "raw", text: line })); i++; continue; }
+      if (/^\s*\|.*\|\s*$/.test(line)) {
+        flush();
+        var tbl = root.appendChild(el("table", { cls: "mdtable" })), nrow = 0;
+        var isSep = function (ln) { return ln !== undefined && ln.trim().slice(1, -1).split("|").every(function (c) { return /^\s*:?-{2,}:?\s*$/.test(c); }); };
+        while (i < lines.length && /^\s*\|.*\|\s*$/.test(lines[i])) {
+          if (isSep(lines[i])) { i++; continue; }
+          var cells = lines[i].trim().slice(1, -1).split("|"), th = nrow === 0 && isSep(lines[i + 1]);
+          var tr = tbl.appendChild(el("tr"));
+          cells.forEach(function (c) { tr.appendChild(inline(c.trim(), el(th ? "th" : "td"))); });
+          nrow++; i++;
+        }
+        continue;
+      }
       list = null;
       para.push(line);
       i++;
@@ -246,11 +265,11 @@
     main.appendChild(el("div", { id: "leaderboard-table" }, table(cols, cur.rows)));
     var rows = cur.rows.filter(function (r) { return r.score !== null; }).slice().reverse();
     main.appendChild(el("h3", { text: "Forest plot" }));
-    main.appendChild(plot(el("div", { cls: "plot", id: "forest" }), [{
+    plot(main, el("div", { cls: "plot", id: "forest" }), [{
       type: "scatter", mode: "markers", x: rows.map(function (r) { return r.score; }), y: rows.map(function (r) { return pt(r.model); }),
       error_x: { type: "data", symmetric: false, array: rows.map(function (r) { return r.upper === null ? 0 : r.upper - r.score; }), arrayminus: rows.map(function (r) { return r.lower === null ? 0 : r.score - r.lower; }) },
       hovertemplate: "%{y}: %{x:.1f}<extra></extra>",
-    }], { height: Math.max(260, 26 * rows.length + 80), xaxis: { title: "win rate (%)" }, yaxis: { automargin: true } }));
+    }], { height: Math.max(260, 26 * rows.length + 80), xaxis: { title: "win rate (%)" }, yaxis: { automargin: true } });
     if (A.run_log.length || A.usage.length) {
       main.appendChild(el("h2", { text: "Run log" }));
       if (A.usage.length) main.appendChild(table(Object.keys(A.usage[0]).map(function (k) { return { label: k, key: k, digits: 4 }; }), A.usage));
@@ -364,10 +383,10 @@
     main.appendChild(el("div", { cls: "controls" }, srcSelect(S.arena, jState.src, function (v) { jState.src = srcIndex(v, S.arena); render(); })));
     main.appendChild(el("h2", { text: "Verdict distribution" }));
     var labels = ["A>>B", "A>B", "A=B", "B>A", "B>>A"];
-    main.appendChild(plot(el("div", { cls: "plot", id: "verdict-plot" }), labels.concat(["unparsed"]).map(function (l) {
+    plot(main, el("div", { cls: "plot", id: "verdict-plot" }), labels.concat(["unparsed"]).map(function (l) {
       var key = l === "unparsed" ? "unparsed_rate" : "share_" + l;
       return { type: "bar", name: l, x: J.verdicts.map(function (r) { return pt(r.judge); }), y: J.verdicts.map(function (r) { return r[key]; }) };
-    }), { barmode: "stack", yaxis: { title: "share of games", tickformat: ".0%" }, height: 320 }));
+    }), { barmode: "stack", yaxis: { title: "share of games", tickformat: ".0%" }, height: 320 });
     main.appendChild(table([{ label: "judge", key: "judge" }, { label: "games", key: "n_games", digits: 0 }].concat(labels.map(function (l) { return { label: l, render: function (r) { return pct(r["share_" + l]); }, cls: "num" }; })).concat([{ label: "unparsed", render: function (r) { return pct(r.unparsed_rate); }, cls: "num" }]), J.verdicts));
     main.appendChild(el("h2", { text: "Position consistency" }));
     main.appendChild(table([{ label: "judge", key: "judge" }, { label: "pairs", key: "n_pairs", digits: 0 },
@@ -377,11 +396,10 @@
     if (J.length_bins) {
       main.appendChild(el("h2", { text: "Length bias" }));
       var by = {}; J.length_bins.forEach(function (r) { (by[r.judge] = by[r.judge] || []).push(r); });
-      var xk = Object.keys(J.length_bins[0]).filter(function (k) { return /len|diff|mid|center/i.test(k) && typeof J.length_bins[0][k] === "number"; })[0];
-      var yk = Object.keys(J.length_bins[0]).filter(function (k) { return /win/i.test(k); })[0];
-      main.appendChild(plot(el("div", { cls: "plot", id: "length-plot" }), Object.keys(by).map(function (j) {
+      var xk = "len_diff_bin", yk = "win_rate";
+      plot(main, el("div", { cls: "plot", id: "length-plot" }), Object.keys(by).map(function (j) {
         return { type: "scatter", mode: "lines+markers", name: pt(j), x: by[j].map(function (r) { return r[xk]; }), y: by[j].map(function (r) { return r[yk]; }) };
-      }), { xaxis: { title: "normalised length difference (model − opponent)" }, yaxis: { title: "model win rate" }, height: 320 }));
+      }), { xaxis: { title: "normalised length difference (model − opponent), quantile bins", type: "category" }, yaxis: { title: "model win rate" }, height: 340 });
       if (J.length_slopes) main.appendChild(table(Object.keys(J.length_slopes[0] || {}).map(function (k) { return { label: k, key: k, digits: 3 }; }), J.length_slopes));
     }
     if (J.kappa && J.kappa.length) {
@@ -391,7 +409,7 @@
         if (a === b) return 1;
         var r = J.kappa.filter(function (p) { return (p.judge_1 === a && p.judge_2 === b) || (p.judge_1 === b && p.judge_2 === a); })[0];
         return r ? r.cohen_kappa : null; }); });
-      main.appendChild(plot(el("div", { cls: "plot", id: "kappa-plot" }), [{ type: "heatmap", z: z, x: names.map(pt), y: names.map(pt), zmin: -1, zmax: 1, colorscale: "RdBu" }], { height: 360, xaxis: { automargin: true }, yaxis: { automargin: true } }));
+      plot(main, el("div", { cls: "plot", id: "kappa-plot" }), [{ type: "heatmap", z: z, x: names.map(pt), y: names.map(pt), zmin: -1, zmax: 1, colorscale: "RdBu" }], { height: 360, xaxis: { automargin: true }, yaxis: { automargin: true } });
       main.appendChild(table([{ label: "judge 1", key: "judge_1" }, { label: "judge 2", key: "judge_2" }, { label: "shared games", key: "n_games", digits: 0 }, { label: "κ", key: "cohen_kappa", digits: 3 }, { label: "raw agreement", render: function (r) { return pct(r.raw_agreement); }, cls: "num" }], J.kappa));
     }
   }
@@ -406,18 +424,18 @@
       var t = C.topics.filter(function (r) { return r.mean_score !== null; }).slice().sort(function (a, b) { return b.mean_score - a.mean_score; });
       if (t.length) {
         main.appendChild(el("h3", { text: "Mean score per topic" }));
-        main.appendChild(plot(el("div", { cls: "plot", id: "topic-score-plot" }), [{ type: "bar", x: t.map(function (r) { return pt(r.label); }), y: t.map(function (r) { return r.mean_score; }), text: t.map(function (r) { return String(r.size); }), hovertemplate: "%{x}<br>mean %{y:.2f}<br>size %{text}<extra></extra>" }],
-          { yaxis: { title: "mean score (0–7)", range: [0, 7] }, xaxis: { tickangle: -45, automargin: true }, height: 420 }));
+        plot(main, el("div", { cls: "plot", id: "topic-score-plot" }), [{ type: "bar", x: t.map(function (r) { return pt(r.label); }), y: t.map(function (r) { return r.mean_score; }), text: t.map(function (r) { return String(r.size); }), hovertemplate: "%{x}<br>mean %{y:.2f}<br>size %{text}<extra></extra>" }],
+          { yaxis: { title: "mean score (0–7)", range: [0, 7] }, xaxis: { tickangle: -45, automargin: true }, height: 420 });
       }
     }
     if (C.map && C.map.x) {
       main.appendChild(el("h3", { text: "Prompts by topic (2-D map: TF-IDF + truncated SVD)" }));
       var groups = {};
       C.map.topic.forEach(function (tp, k) { (groups[tp] = groups[tp] || []).push(k); });
-      main.appendChild(plot(el("div", { cls: "plot", id: "topic-map" }), Object.keys(groups).map(function (tp) {
+      plot(main, el("div", { cls: "plot", id: "topic-map" }), Object.keys(groups).map(function (tp) {
         var ix = groups[tp];
         return { type: "scattergl", mode: "markers", name: pt(tp), x: ix.map(function (k) { return C.map.x[k]; }), y: ix.map(function (k) { return C.map.y[k]; }), text: ix.map(function (k) { return pt(C.map.text[k]); }), hovertemplate: "%{text}<extra>" + pt(tp).slice(0, 40) + "</extra>", marker: { size: 5 } };
-      }), { height: 520, showlegend: Object.keys(groups).length <= 40 }));
+      }), { height: 520, showlegend: Object.keys(groups).length <= 40 });
     }
     if (C.topics) {
       main.appendChild(el("h3", { text: "Topics" }));
@@ -445,9 +463,9 @@
       srcSelect(S.index, iState.src, function (v) { iState.src = srcIndex(v, S.index); iState.model = 0; render(); }),
       select("Model", I.models.map(function (m, k) { return { value: k, label: m.model }; }), iState.model, function (v) { iState.model = parseInt(v, 10) || 0; iState.eval = 0; render(); })));
     main.appendChild(el("h2", { text: "Per-eval accuracy: " + M.model }));
-    main.appendChild(plot(el("div", { cls: "plot", id: "index-plot" }), [{ type: "bar", x: M.table.map(function (r) { return pt(r.eval); }), y: M.table.map(function (r) { return r.score; }),
+    plot(main, el("div", { cls: "plot", id: "index-plot" }), [{ type: "bar", x: M.table.map(function (r) { return pt(r.eval); }), y: M.table.map(function (r) { return r.score; }),
       error_y: { type: "data", symmetric: false, array: M.table.map(function (r) { return r.high === null ? 0 : r.high - r.score; }), arrayminus: M.table.map(function (r) { return r.low === null ? 0 : r.score - r.low; }) } }],
-      { yaxis: { title: "accuracy", range: [0, 1] }, height: 340 }));
+      { yaxis: { title: "accuracy", range: [0, 1] }, height: 340 });
     main.appendChild(table(Object.keys(M.table[0] || {}).map(function (k) { return { label: k, key: k, digits: 3 }; }), M.table));
     if (M.indices.length) { main.appendChild(el("h3", { text: "Indices" })); main.appendChild(table(Object.keys(M.indices[0]).map(function (k) { return { label: k, key: k, digits: 3 }; }), M.indices)); }
     main.appendChild(el("h2", { text: "Items" }));
