@@ -20,6 +20,7 @@ NOBODY = 65534
 PROBE = r"""
 import json, sys
 from arena.index.sandbox import Sandbox, SandboxLimits
+from arena.index.graders.code import grade_humaneval, grade_lcb
 marker = sys.argv[1]
 prog = '''
 import os, socket
@@ -31,11 +32,18 @@ except OSError:
     print("nonet")
 open(%r, "w").write("escaped")
 print(os.getuid())
+open("/run/lock/arena-probe", "w").write("x")
+try:
+    open("/etc/arena-probe", "w")
+except OSError as e:
+    print(e.errno)
 ''' % marker
 sbx = Sandbox(SandboxLimits(cpu_seconds=1, wall_seconds=10), workers=1)
 ok = sbx.run(prog)
 spin = sbx.run("while True:\n    pass\n")
-print(json.dumps({"euid": __import__("os").geteuid(), "ok": ok.to_dict(), "spin": spin.status}))
+lcb = grade_lcb(sbx, "print(int(input()) * 2)", [{"input": "3\n", "output": "6\n"}], testtype="stdin").status
+he = grade_humaneval(sbx, "", "def f(x):\n    return x + 1\n", "def check(candidate):\n    assert candidate(1) == 2\n", "f").status
+print(json.dumps({"euid": __import__("os").geteuid(), "ok": ok.to_dict(), "spin": spin.status, "graded": [lcb, he]}))
 """
 
 
@@ -76,7 +84,11 @@ def test_user_namespace_path_contains_the_program():
     assert ok["status"] == "ok", ok["stderr"]
     assert iso["pid_ns"] and iso["mount_ns"] and iso["net_ns"], iso
     assert iso["uid"] == out["euid"]  # ran as the unprivileged user, not as root
-    pids, net, uid_inside = ok["stdout"].split()
+    pids, net, uid_inside, erofs = ok["stdout"].split()
+    assert erofs == "30"  # everything but the tmpfs mounts is read-only
+    assert iso["ipc_ns"] and iso["read_only"] and "/run" in iso["tmpfs"] and iso["work_tmpfs"]
+    assert out["graded"] == ["passed", "passed"]  # solution + harness processes on this path too
+    assert not Path("/run/lock/arena-probe").exists()
     assert int(pids) <= 2  # a private /proc: only the sandbox's own processes
     assert net == "nonet"
     assert uid_inside == "0"  # mapped to root inside its user namespace only
