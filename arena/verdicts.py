@@ -53,6 +53,8 @@ _QUOTE_RES = [
     # a fence masks only once closed: judges leave stray fences, which must not hide a verdict
     re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.S | re.M),
     re.compile(r"`[^`\n]+`"),
+    # the judge echoing the template's answer blocks
+    re.compile(r"<\|The Start of Assistant [AB]'s Answer\|>.*?<\|The End of Assistant [AB]'s Answer\|>", re.S),
     re.compile(r"^[ \t]*>.*$", re.M),
     re.compile(r"\"(?:[^\"\n]|\n(?![ \t]*\n))*\""),
     re.compile(r"“(?:[^”\n]|\n(?![ \t]*\n))*”"),
@@ -71,10 +73,11 @@ _ATTRIBUTION_RE = re.compile(
     re.I,
 )
 # Verdict vocabulary: the only words allowed before a label that also occurs in a judged text.
+# "answer" and "response" are left out: "Assistant A's answer: [[A>>B]]" describes an answer.
 _VERDICT_WORDS = frozenset(
-    "my our the final overall verdict is that assistant a b s answer response significantly slightly much "
-    "better tie relatively same therefore thus so hence which in conclusion summary conclusion i find judge "
-    "and is are both equal equally than other".split()
+    "my our the final overall verdict is that assistant a b s significantly slightly much better tie "
+    "relatively same therefore thus so hence which in conclusion summary i find and are both equal equally "
+    "than after considering weighing everything all above based on evaluation of given this".split()
 )
 _LABEL_ONLY_RE = re.compile(r"[\"'“„«「『`]\s*" + LABEL_RE.pattern + r"\s*[.!]?\s*[\"'”“»」』`]")
 _CUE_RE = re.compile(r"\b(verdict|final)\b", re.I)
