@@ -100,8 +100,9 @@ def _show(console, output: Path, model: str, *, seed: int = 0, rounds: int = 100
     from rich.table import Table
 
     from arena.console import fail
-    from arena.index.report import hle_details, summarize
+    from arena.index.report import summarize
     from arena.index.runner import read_records
+    from arena.index.tasks import REGISTRY, get_task
 
     records = read_records(output, model)
     if not records:
@@ -120,8 +121,7 @@ def _show(console, output: Path, model: str, *, seed: int = 0, rounds: int = 100
     for r in indices.itertuples():
         t.add_row(r.index, _fmt(r.value), f"{_fmt(r.low)}–{_fmt(r.high)}", r.missing)
     console.print(t)
-    if "hle" in records:
-        cerr, bins = hle_details(records["hle"])
-        console.print(f"HLE RMS calibration error: {_fmt(cerr)}%")
-        if not bins.empty:
-            console.print(bins.to_string(index=False))
+    for name, recs in records.items():
+        if name in REGISTRY:
+            for line in get_task(name).details(recs):
+                console.print(line, markup=False)

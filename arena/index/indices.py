@@ -4,7 +4,8 @@ Scores per eval are a matrix ``S[item, repeat]`` in {0, 1} (NaN where the item f
 the API and was not scored). The eval score is the mean over items of each item's mean
 over its scored repeats. CIs come from a two-stage bootstrap: resample items with
 replacement, then repeats within each item, so both sources of variance are reflected.
-Indices are weighted means of eval scores; their CI resamples every eval jointly.
+Indices are weighted means of eval scores; their CI resamples every eval jointly. Which
+evals an index holds, and their weights, come from the tasks (``arena.index.tasks``).
 """
 
 from __future__ import annotations
@@ -13,17 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-INTELLIGENCE_WEIGHTS = {
-    "mmlu_pro": 1 / 6, "hle": 1 / 6, "gpqa_diamond": 1 / 6,
-    "math500": 1 / 8, "aime2024": 1 / 8, "scicode": 1 / 8, "livecodebench": 1 / 8,
-}
-SUB_INDICES = {
-    "Intelligence Index": INTELLIGENCE_WEIGHTS,
-    "Math Index": {"math500": 1 / 2, "aime2024": 1 / 2},
-    "Coding Index": {"scicode": 1 / 2, "livecodebench": 1 / 2},
-    "Multilingual Index": {"mmmlu": 1 / 2, "mgsm": 1 / 2},
-}
 
 
 @dataclass(frozen=True)
@@ -79,7 +69,10 @@ def index_estimates(
     """Each index whose evals are all present: weighted mean (weights renormalised to the
     index's definition) with a joint bootstrap CI. Indices missing an eval are reported as
     NaN with the missing evals named, never silently re-weighted."""
-    definitions = definitions or SUB_INDICES
+    if definitions is None:
+        from arena.index.tasks import index_definitions
+
+        definitions = index_definitions()
     reps = {name: _bootstrap_eval(s, rng, rounds) for name, s in eval_scores.items()}
     point = {}
     for name, s in eval_scores.items():

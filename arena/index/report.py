@@ -31,7 +31,7 @@ def summarize(records_by_eval: dict[str, list[dict]], *, rng: np.random.Generato
     for name, recs in sorted(records_by_eval.items()):
         s = score_matrix(recs)
         matrices[name] = s
-        est = eval_estimate(s, rng=rng, rounds=rounds)
+        est = _metric(name)(s, rng=rng, rounds=rounds)
         status = pd.Series([r.get("status") for r in recs]).value_counts().to_dict()
         rows.append({
             "eval": name, "score": est.value, "low": est.low, "high": est.high, "items": est.n_items,
@@ -42,6 +42,13 @@ def summarize(records_by_eval: dict[str, list[dict]], *, rng: np.random.Generato
             "cost": float(sum(r.get("cost") or 0.0 for r in recs)),
         })
     return pd.DataFrame(rows), index_estimates(matrices, rng=rng, rounds=rounds)
+
+
+def _metric(name: str):
+    """The eval's own metric (its task's); records of an unregistered eval get the default."""
+    from arena.index.tasks import REGISTRY, get_task
+
+    return get_task(name).metric if name in REGISTRY else eval_estimate
 
 
 def hle_details(records: list[dict]) -> tuple[float, pd.DataFrame]:

@@ -67,7 +67,7 @@ def test_crafted_pickle_in_livecodebench_row_runs_nothing(tmp_path, dry_run):
 
 
 def test_published_private_tests_still_decode(tmp_path):
-    from arena.index.datasets import decode_lcb_tests
+    from arena.index.tasks.livecodebench import decode_lcb_tests
 
     tests = [{"input": "3\n", "output": "6\n", "testtype": "stdin"}]
     raw = base64.b64encode(zlib.compress(pickle.dumps(json.dumps(tests)))).decode()
