@@ -131,10 +131,13 @@ class Sandbox:
             self._slots.put(i)
 
     # ------------------------------------------------------------------ one run
-    def run(self, job: SandboxJob | str, *, slot: int = 0) -> SandboxResult:
+    def run(self, job: SandboxJob | str, *, slot: int = 0, output_cap: int | None = None) -> SandboxResult:
+        """Run ``job`` to completion. ``output_cap``: bytes of stdout to keep (default
+        ``limits.max_output_bytes``), for callers whose protocol rides on stdout."""
         if isinstance(job, str):
             job = SandboxJob(job)
         live = self.spawn(job, slot=slot)
+        live.output_cap = output_cap
         timed_out = False
         try:
             live.proc.wait(timeout=self.limits.wall_seconds)
@@ -206,12 +209,12 @@ class Sandbox:
         return LiveRun(self, job, proc, rfd, outer, run_uid, t0)
 
     # ------------------------------------------------------------------ batch
-    def run_slotted(self, job: SandboxJob | str) -> SandboxResult:
+    def run_slotted(self, job: SandboxJob | str, *, output_cap: int | None = None) -> SandboxResult:
         """Run ``job`` on the next free worker slot, waiting for one (thread-safe; at most
         ``workers`` runs at a time however many threads call it)."""
         slot = self._slots.get()
         try:
-            return self.run(job, slot=slot)
+            return self.run(job, slot=slot, output_cap=output_cap)
         finally:
             self._slots.put(slot)
 
@@ -241,6 +244,7 @@ class LiveRun:
     t0: float
 
     status_raw: bytes = b""
+    output_cap: int | None = None
 
     def _read_status(self, *, block: bool) -> None:
         os.set_blocking(self.status_fd, block)
@@ -306,7 +310,7 @@ class LiveRun:
                 except ValueError:
                     continue
             out = self.outer / "stdout"
-            stdout = _read_capped(out, lim.max_output_bytes) if out.exists() else ""
+            stdout = _read_capped(out, self.output_cap or lim.max_output_bytes) if out.exists() else ""
             stderr = _read_capped(self.outer / "stderr", lim.max_output_bytes)
             return SandboxResult(
                 status=_classify(status, timed_out), returncode=status.get("exit"), signal=status.get("signal"),

@@ -219,3 +219,14 @@ def test_exit_zero_model_scores_zero_through_arena_index_run(tmp_path, fake_serv
         assert len(recs) == n
         assert [r["correct"] for r in recs] == [False] * n, [(r["item_id"], r["method"]) for r in recs]
         assert all(r["method"].startswith("sandbox:") and r["method"] != "sandbox:passed" for r in recs)
+
+
+def test_large_outputs_over_several_tests_are_compared_whole(sandbox):
+    # ~0.9 MB per test, three tests: more than one output cap in total on the channel.
+    n = 150000
+    tests = [{"input": f"{n}\n", "output": "\n".join(map(str, range(n))) + "\n"} for _ in range(3)]
+    code = "n = int(input())\nprint('\\n'.join(map(str, range(n))))\n"
+    g = grade_lcb(sandbox, code, tests, testtype="stdin")
+    assert (g.status, g.tests_passed) == ("passed", 3), g.detail
+    tests[2] = {"input": f"{n}\n", "output": tests[2]["output"].replace("149999", "149998")}
+    assert grade_lcb(sandbox, code, tests, testtype="stdin").detail == "test 2: wrong answer"

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from arena.index.graders.code import extract_code, grade_humaneval, grade_lcb
-from arena.index.sandbox import Sandbox, SandboxJob, SandboxLimits
+from arena.index.sandbox import Sandbox, SandboxLimits
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ values all simply fail.
 
 from __future__ import annotations
 
-import builtins
 import json
 import math
 import os
@@ -545,8 +544,10 @@ def grade_lcb(sandbox: Sandbox, code: str, tests: list[dict], *, testtype: str, 
             return CodeGrade("not_gradable", len(tests), 0, detail=f"test input is not JSON: {exc}", tag=tag)
         cfg = {"mode": "calls", "nonce": nonce, "prelude": LCB_PRELUDE, "fn": fn_name, "calls": calls}
     job = SandboxJob(_program(_SOLUTION_DRIVER), stdin=json.dumps(cfg) + "\n", files={"solution.py": code}, tag=tag)
-    res = sandbox.run(job, slot=slot) if slot is not None else sandbox.run_slotted(job)
-    # The channel is the sandbox's stdout; raise its cap so large outputs are not cut.
+    # The records ride on the sandbox's stdout: keep up to one output cap per test (the
+    # file-size limit still bounds the total).
+    cap = sandbox.limits.max_output_bytes * (len(tests) + 1)
+    res = sandbox.run(job, slot=slot, output_cap=cap) if slot is not None else sandbox.run_slotted(job, output_cap=cap)
     recs, clean = _records(res.stdout, nonce)
     runs = [_run_summary(res, "solution")]
     if not clean:  # a second record for a test, or one without the nonce: someone forged it
