@@ -248,6 +248,9 @@ def _run_stages(config: Path, dry_run: bool, retry_failed: bool, answers: bool, 
             _show([cfg.judgment_dir()], cfg.judge.baseline, s.bootstrap, s.seed, s.ci, s.strong_weight, cfg.output_dir / "leaderboard.csv", [cfg.answer_dir])
             if cfg.local_model:
                 console.print(SMALL_MODEL_WARNING)
+            from arena.report.cli import write_run_report
+
+            console.print(f"report: {write_run_report(cfg).resolve()}", markup=False, highlight=False, soft_wrap=True)
     except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
         fail(exc)
     except OSError as exc:  # a full or read-only disk, a cache that cannot store: one line, exit 2

@@ -59,3 +59,13 @@ def view(
             srv.serve_forever()
         except KeyboardInterrupt:
             pass
+
+
+def write_run_report(cfg) -> Path:
+    """The report `arena run` writes beside its leaderboard (``<output>/report/index.html``)."""
+    from arena.report.builder import ReportOptions, build_report
+
+    s = cfg.show
+    opts = ReportOptions(baseline=cfg.judge.baseline, answers=(cfg.answer_dir,), questions=cfg.questions,
+                         n_bootstrap=s.bootstrap, seed=s.seed, ci=s.ci, strong_weight=s.strong_weight)
+    return build_report([cfg.output_dir], cfg.output_dir / "report", opts)
