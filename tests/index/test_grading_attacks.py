@@ -230,3 +230,11 @@ def test_large_outputs_over_several_tests_are_compared_whole(sandbox):
     assert (g.status, g.tests_passed) == ("passed", 3), g.detail
     tests[2] = {"input": f"{n}\n", "output": tests[2]["output"].replace("149999", "149998")}
     assert grade_lcb(sandbox, code, tests, testtype="stdin").detail == "test 2: wrong answer"
+
+
+def test_threaded_stdin_solution_is_waited_for(sandbox):
+    # Competitive-programming idiom: the work happens in a thread with a bigger stack.
+    code = ("import sys, threading\nthreading.stack_size(1 << 26)\n"
+            "def main():\n    import time\n    time.sleep(0.2)\n    print(int(input()) * 2)\n"
+            "threading.Thread(target=main).start()\n")
+    assert grade_lcb(sandbox, code, LCB_STDIN_TESTS, testtype="stdin").passed

@@ -315,6 +315,10 @@ def _stdin_mode(cfg, src):
                 _sys.argv = ["solution.py"]
                 try:
                     exec(code, {"__name__": "__main__", "__builtins__": _bi})
+                    import threading  # as at interpreter exit: wait for non-daemon threads
+                    for t in threading.enumerate():
+                        if t is not threading.main_thread() and not t.daemon:
+                            t.join()
                     rc = 0
                 except SystemExit as e:
                     rc = e.code if type(e.code) is int else (0 if e.code is None else 1)
