@@ -768,12 +768,3 @@ def grade_scicode(sandbox: Sandbox, check: SciCodeStepCheck, code: str, *, slot:
            "cases": [[t, target] for t, target in zip(check.test_cases, check.targets)]}
     return _harnessed(sandbox, src, "", cfg, len(check.test_cases), slot, tag or check.step_number)
 
-
-def lcb_program(*_args: Any, **_kwargs: Any) -> str:
-    """Removed: a program that grades itself can fake its verdict. Use :func:`grade_lcb`."""
-    raise RuntimeError("lcb_program is gone: grade with grade_lcb (positive evidence, harness outside the solution)")
-
-
-def scicode_program(*_args: Any, **_kwargs: Any) -> str:
-    """Removed: a program that grades itself can fake its verdict. Use :func:`grade_scicode`."""
-    raise RuntimeError("scicode_program is gone: grade with grade_scicode (positive evidence, harness outside the solution)")
