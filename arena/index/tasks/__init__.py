@@ -25,6 +25,7 @@ REGISTRY: dict[str, str] = {
     "livecodebench": "livecodebench",
     "mmmlu": "mmmlu",
     "mgsm": "mgsm",
+    "humaneval": "humaneval",
 }
 
 
