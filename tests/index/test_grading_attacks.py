@@ -7,6 +7,7 @@ between runs or workers, nor fill the host disk."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -219,6 +220,10 @@ def test_exit_zero_model_scores_zero_through_arena_index_run(tmp_path, fake_serv
         assert len(recs) == n
         assert [r["correct"] for r in recs] == [False] * n, [(r["item_id"], r["method"]) for r in recs]
         assert all(r["method"].startswith("sandbox:") and r["method"] != "sandbox:passed" for r in recs)
+    shown = CliRunner().invoke(app, ["show", "--output", str(tmp_path / "out"), "--model", "cheat"])
+    assert shown.exit_code == 0, shown.output
+    for row in ("livecodebench", "scicode", "Coding Index"):
+        assert re.search(rf"{row}\s*\S\s*0\.0\s", shown.output), shown.output
 
 
 def test_large_outputs_over_several_tests_are_compared_whole(sandbox):
