@@ -20,6 +20,7 @@ import json
 import os
 import sqlite3
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -86,6 +87,13 @@ def cache_key(
         default=str,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _why_not_writable(folder: Path) -> OSError | None:
@@ -164,7 +172,7 @@ class ResponseCache:
     """SQLite-backed cache; every write is committed at once so a kill loses nothing paid for.
 
     A full disk must not lose the replies that were already on their way when it filled up:
-    the cache holds a reserve file (``<cache>-reserve``: a quarter of the free space, at most
+    the cache holds a reserve file (``<cache>-reserve.<pid>``: a quarter of the free space, at most
     4 MiB) and releases it at the first ``SQLITE_FULL``, so that reply and those in flight can
     still be committed while the client stops sending. The reserve is removed on ``close``.
     """
@@ -172,9 +180,13 @@ class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._reserve = self.path.with_name(self.path.name + "-reserve")
+        # Per process, so two processes sharing a cache never free each other's reserve.
+        self._reserve = self.path.with_name(f"{self.path.name}-reserve.{os.getpid()}")
         self.full: CacheWriteError | None = None
+        self._drop_stale_reserves()
         self._hold_reserve()
+        # Removed when this object goes away or the interpreter exits, even without close().
+        self._finalizer = weakref.finalize(self, _unlink_quietly, self._reserve)
         try:
             # check_same_thread=False: the asyncio client may hand writes to a worker thread.
             self._db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
@@ -189,6 +201,16 @@ class ResponseCache:
                 self._db.execute("ALTER TABLE responses ADD COLUMN rejected TEXT")
         except sqlite3.OperationalError as exc:
             raise CacheWriteError(self.path, _why_not_writable(self.path.parent) or exc) from None
+
+    def _drop_stale_reserves(self) -> None:
+        """Reserves left by killed processes (their pid is gone) are freed."""
+        for p in self.path.parent.glob(f"{self.path.name}-reserve.*"):
+            try:
+                os.kill(int(p.suffix[1:]), 0)
+            except ProcessLookupError:
+                _unlink_quietly(p)
+            except (ValueError, PermissionError, OSError):
+                pass
 
     def _hold_reserve(self) -> None:
         try:
@@ -213,10 +235,7 @@ class ResponseCache:
 
     def close(self) -> None:
         self._db.close()
-        try:
-            self._reserve.unlink(missing_ok=True)
-        except OSError:
-            pass
+        self._finalizer()
 
     def __enter__(self) -> "ResponseCache":
         return self
