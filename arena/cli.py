@@ -308,7 +308,9 @@ def show(
     # --- audit extras (arena/audit/show_extras.py): ensembles, style control, scores JSONL ---
     ensemble: Optional[str] = typer.Option(None, "--ensemble", help="Combine judges: pool | mean | majority."),
     min_judges: int = typer.Option(1, "--min-judges", min=1, help="Only games parsed by at least K judges."),
-    style_control: Optional[str] = typer.Option(None, "--style-control", help="Style covariates, e.g. length,markdown."),
+    style_control: Optional[str] = typer.Option(None, "--style-control", help="Style covariates, e.g. length,markdown,emoji."),
+    style_anchor: Optional[Path] = typer.Option(None, "--style-anchor", help="Frozen style normalisation and coefficients (JSON from --style-anchor-out) to reuse."),
+    style_anchor_out: Optional[Path] = typer.Option(None, "--style-anchor-out", help="Write the fitted style normalisation and coefficients as an anchor JSON."),
     scores_jsonl: Optional[Path] = typer.Option(None, "--scores-jsonl", help="Write model, score, lower, upper, results (bootstrap replicates)."),
     questions: Optional[Path] = typer.Option(None, "--questions", help="Question file giving each prompt's category."),
     category: Optional[str] = typer.Option(None, "--category", help="Only prompts of this category."),
@@ -316,10 +318,11 @@ def show(
 ):
     """Print (and write) the leaderboard: win rate against the baseline with bootstrap CIs."""
     try:
-        if ensemble or min_judges > 1 or style_control or scores_jsonl:
+        if ensemble or min_judges > 1 or style_control or scores_jsonl or style_anchor or style_anchor_out:
             from arena.audit.cli import show_extras_cmd
 
-            show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl)
+            show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl,
+                            style_anchor=style_anchor, style_anchor_out=style_anchor_out)
             return
         _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, questions, category, by_category)
     except (InputError, ValueError) as exc:

@@ -245,19 +245,24 @@ def judges_cmd(
                 obj.to_csv(output / f"{name}.csv", index=False)
 
 
-def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl) -> None:
+def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl, style_anchor=None, style_anchor_out=None) -> None:
     """Body of ``arena show`` when an audit extra (ensemble, style control, scores JSONL) is asked for."""
     from arena.audit.show_extras import show_extras
 
     if ensemble is not None and ensemble not in ("pool", "mean", "majority"):
         raise InputError(f"unknown ensemble {ensemble!r} (pool, mean, majority)", field="--ensemble")
     groups = [g.strip() for g in style_control.split(",") if g.strip()] if style_control else []
-    unknown = set(groups) - {"length", "markdown"}
+    from arena.stats.style import STYLE_GROUPS
+
+    unknown = set(groups) - set(STYLE_GROUPS)
     if unknown:
-        raise InputError(f"unknown style control {sorted(unknown)} (length, markdown)", field="--style-control")
+        raise InputError(f"unknown style control {sorted(unknown)} ({', '.join(STYLE_GROUPS)})", field="--style-control")
+    if style_anchor_out is not None and not groups and style_anchor is None:
+        raise InputError("--style-anchor-out needs --style-control (the covariates to fit and freeze)", field="--style-anchor-out")
     res = show_extras(
         judgments, baseline, bootstrap=bootstrap, seed=seed, ci=ci, strong_weight=strong_weight, ensemble=ensemble,
         min_judges=min_judges, style_control=groups, answer_dirs=answers_dir, scores_jsonl=scores_jsonl,
+        style_anchor=style_anchor, style_anchor_out=style_anchor_out,
     )
     _print_frame(res.title, res.table, max_rows=500)
     if res.coefficients is not None:

@@ -31,7 +31,7 @@ def _style_meta(answer_dirs: Sequence[Path], battles: pd.DataFrame) -> tuple[pd.
     """Per battle, the style metadata of the model's and the opponent's answers, and a mask of
     battles whose two answers were both found."""
     from arena.io.formats import jsonl_files, model_name_from_file, read_answer_file
-    from arena.stats.markdown_stats import answer_metadata
+    from arena.stats.markdown_stats import answer_metadata, emoji_count
 
     needed = set(battles["model"]) | set(battles["opponent"])
     meta: dict[tuple[str, str], dict] = {}
@@ -44,8 +44,10 @@ def _style_meta(answer_dirs: Sequence[Path], battles: pd.DataFrame) -> tuple[pd.
                 m = dict(a.metadata or {})
                 if not all(k in m for k in ("token_len", "header_count", "list_count", "bold_count")):
                     m = answer_metadata(a.text, a.token_len if a.token_len is not None else m.get("token_len"))
+                if "emoji_count" not in m:  # conv_metadata written before emoji were counted
+                    m["emoji_count"] = emoji_count(a.text)
                 meta[(model, qid)] = m
-    keys = ("token_len", "header_count", "list_count", "bold_count")
+    keys = ("token_len", "header_count", "list_count", "bold_count", "emoji_count")
     empty = {k: None for k in keys}
     mm = [meta.get((m, q)) for m, q in zip(battles["model"], battles["question_id"])]
     om = [meta.get((o, q)) for o, q in zip(battles["opponent"], battles["question_id"])]
@@ -68,6 +70,8 @@ def show_extras(
     style_control: Sequence[str] = (),
     answer_dirs: Sequence[Path] = (),
     scores_jsonl: Path | None = None,
+    style_anchor: Path | None = None,
+    style_anchor_out: Path | None = None,
 ) -> ExtrasResult:
     """Leaderboard with an optional judge ensemble and optional style control; optionally writes
     ``scores_jsonl`` (``model, score, lower, upper, results``) for ``arena audit benchmark``."""
@@ -96,8 +100,16 @@ def show_extras(
         answer_dirs = [d for d in (locate_answer_dir(Path(p)) for p in judgment_dirs) if d is not None]
     rng = np.random.default_rng(seed)
     coefs = None
+    anchor = None
+    if style_anchor is not None:
+        from arena.stats.style import load_style_anchor
+
+        anchor = load_style_anchor(Path(style_anchor))
+        if style_control and tuple(style_control) != anchor.groups and set(style_control) != set(anchor.groups):
+            raise InputError(f"the anchor controls for {', '.join(anchor.groups)}, not {', '.join(style_control)}", field="--style-control")
+        style_control = list(anchor.groups)
     if style_control:
-        from arena.stats.style import style_controlled_leaderboard, style_features
+        from arena.stats.style import style_control as fit_style_control
 
         if not answer_dirs:
             raise InputError("style control needs the answers (--answers DIR)", field="--answers")
@@ -108,10 +120,16 @@ def show_extras(
         if not found.all():
             notes.append(f"{int((~found).sum())} games left out of style control: an answer is missing")
         usable, mm, om = usable[found].reset_index(drop=True), mm[found].reset_index(drop=True), om[found].reset_index(drop=True)
-        feats = style_features(mm, om, list(style_control))
-        res = style_controlled_leaderboard(usable, feats, baseline, n_bootstrap=bootstrap, ci=ci, rng=rng)
+        try:
+            res, fitted = fit_style_control(usable, mm, om, baseline, groups=list(style_control), anchor=anchor, n_bootstrap=bootstrap, ci=ci, rng=rng)
+        except ValueError as exc:  # e.g. an anchor fitted against another baseline
+            raise InputError(str(exc), path=None if style_anchor is None else str(style_anchor)) from None
         table, reps, coefs = res.table, res.replicates, res.coefficients
-        title = f"Style-controlled win rate against {baseline} (%; controls: {', '.join(style_control)}; {ci:.0%} CI, {bootstrap} rounds; grad norm {res.grad_norm:.1e})"
+        frozen = f"; frozen anchor {style_anchor}" if anchor is not None else ""
+        title = f"Style-controlled win rate against {baseline} (%; controls: {', '.join(style_control)}{frozen}; {ci:.0%} CI, {bootstrap} rounds; grad norm {res.grad_norm:.1e})"
+        if style_anchor_out is not None:
+            fitted.save(Path(style_anchor_out))
+            notes.append(f"wrote style anchor {style_anchor_out}")
     else:
         lb = leaderboard(battles, baseline, n_bootstrap=bootstrap, ci=ci, rng=rng)
         table, reps = lb.table, lb.replicates

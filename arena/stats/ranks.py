@@ -52,13 +52,14 @@ def rank_intervals(models, point: np.ndarray, replicates: np.ndarray, ci: float)
         return out
     a = (1.0 - ci) / 2.0
     rep_ranks = competition_ranks(reps)
+    # numpy's nanquantile loops in Python per column; take it only when a replicate lacks a score.
+    quantile = np.nanquantile if np.isnan(reps).any() else np.quantile
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a model never scored has no interval
-        out["rank_lower"] = np.nanquantile(rep_ranks, a, axis=0, method="inverted_cdf")
-        out["rank_upper"] = np.nanquantile(rep_ranks, 1 - a, axis=0, method="inverted_cdf")
+        out["rank_lower"] = quantile(rep_ranks, a, axis=0, method="inverted_cdf")
+        out["rank_upper"] = quantile(rep_ranks, 1 - a, axis=0, method="inverted_cdf")
         diff = reps[:, :, None] - reps[:, None, :]  # (R, i, j): score_i - score_j
-        lo = np.nanquantile(diff, a, axis=0)
-        hi = np.nanquantile(diff, 1 - a, axis=0)
+        lo, hi = quantile(diff, [a, 1 - a], axis=0)
     tied = ~((lo > 0) | (hi < 0))  # NaN bounds (no common replicate) count as tied: unknown order
     order = np.argsort(-np.nan_to_num(point, nan=-np.inf), kind="stable")
     out["tied_with"] = [[models[j] for j in order if j != i and tied[i, j]] for i in range(len(models))]

@@ -180,6 +180,10 @@ def load_style_anchor(path: Path) -> StyleAnchor:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg})", path=str(path), line=exc.lineno) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the style anchor ({exc.strerror or exc})", path=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("a style anchor must be a JSON object", path=str(path))
     if data.get("format") != ANCHOR_FORMAT:

@@ -201,3 +201,129 @@ def test_leaderboard_matches_independent_fits_of_raw_battles_and_replicates():
     none = style_controlled_leaderboard(b, sim.features, "baseline", n_bootstrap=0)
     assert none.table["lower"].isna().sum() == len(models) and len(none.replicates) == 0
     assert np.abs(none.coefficients["coef"].to_numpy() - g).max() < 1e-6
+
+
+# --------------------------------------------------------------------------- emoji
+@pytest.mark.parametrize(
+    "text, n",
+    [
+        ("plain text", 0),
+        ("hi 😀 there 🎉", 2),
+        ("© ® ™ ↔ ❤ ☺", 0),  # Extended_Pictographic but text presentation by default
+        ("❤️ ☺️", 2),  # U+FE0F asks for emoji presentation
+        ("👨\u200d👩\u200d👧 family", 1),  # one ZWJ sequence is one emoji
+        ("👍🏽👍", 2),  # skin-tone modifier belongs to its base
+        ("🇫🇷🇩🇪", 2),  # flags: regional-indicator pairs
+        ("1️⃣ #⃣ 123 #", 2),  # keycaps count, bare digits and # do not
+        ("🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f", 1),  # subdivision flag (tag sequence)
+        ("before 🎉\n```python\nprint('😀😀😀')\n```\nafter", 1),  # code blocks are not counted
+    ],
+)
+def test_emoji_count_definition(text, n):
+    from arena.stats.markdown_stats import answer_metadata, emoji_count
+
+    assert emoji_count(text) == n
+    assert answer_metadata(text, 10)["emoji_count"] == n
+
+
+def test_emoji_style_feature_by_hand():
+    from arena.stats.style import raw_style_features
+
+    a = pd.DataFrame({"token_len": [100, 200, 50], "emoji_count": [2, 0, 0]})
+    b = pd.DataFrame({"token_len": [100, 100, 50], "emoji_count": [1, 0, 1]})
+    raw = raw_style_features(a, b, ["emoji"])
+    assert list(raw.columns) == ["emoji_density"]
+    # densities 0.02 vs 0.01 -> 1/3; none on either side -> 0; 0 vs 0.02 -> -1
+    assert raw["emoji_density"].to_numpy() == pytest.approx([1 / 3, 0.0, -1.0])
+    with pytest.raises(ValueError, match="lacks 'emoji_count'"):
+        raw_style_features(a.drop(columns="emoji_count"), b, ["length", "emoji"])
+
+
+def test_simulated_emoji_preference_is_recovered():
+    gamma = np.array([0.3, 0.1, 0.1, 0.0, 0.4])
+    sim = simulate_arena(np.random.default_rng(31), 6, 400, gamma=gamma, style_groups=("length", "markdown", "emoji"))
+    assert list(sim.features.columns)[-1] == "emoji_density"
+    res = style_controlled_leaderboard(sim.battles, sim.features, "baseline", n_bootstrap=100, rng=np.random.default_rng(0))
+    emoji = res.coefficients.set_index("covariate").loc["emoji_density"]
+    assert emoji["lower"] < 0.4 < emoji["upper"] and emoji["lower"] > 0.2
+
+
+# --------------------------------------------------------------------------- anchored style control
+def _arena_with_extra_model(seed=41):
+    """Reference models, then the same prompts with one more model added to the battles."""
+    gamma = np.array([0.4, 0.1, 0.15, -0.05, 0.3])
+    groups = ("length", "markdown", "emoji")
+    sim = simulate_arena(np.random.default_rng(seed), 5, 150, gamma=gamma, style_groups=groups, strong_prob=0.3, tie_prob=0.1)
+    b, mm, om = sim.battles, sim.model_meta, sim.opponent_meta
+    new = b["model"] == "model-04"
+    return groups, (b[~new].reset_index(drop=True), mm[~new].reset_index(drop=True), om[~new].reset_index(drop=True)), (b, mm, om)
+
+
+def test_anchor_freezes_style_so_adding_a_model_moves_no_one(tmp_path):
+    from arena.stats.style import load_style_anchor, style_control
+
+    groups, ref, full = _arena_with_extra_model()
+    fitted_res, anchor = style_control(*ref, "baseline", groups=groups, n_bootstrap=50, rng=np.random.default_rng(3))
+    anchor.save(tmp_path / "anchor.json")
+    loaded = load_style_anchor(tmp_path / "anchor.json")
+    assert loaded == anchor  # the JSON round trip loses nothing
+    before, _ = style_control(*ref, "baseline", anchor=loaded, n_bootstrap=50, rng=np.random.default_rng(3))
+    after, _ = style_control(*full, "baseline", anchor=loaded, n_bootstrap=50, rng=np.random.default_rng(3))
+    old = before.table.set_index("model")
+    new = after.table.set_index("model")
+    assert "model-04" in new.index and "model-04" not in old.index
+    for col in ("score", "lower", "upper"):
+        assert np.abs(new.loc[old.index, col].to_numpy() - old[col].to_numpy()).max() < 1e-9
+    assert np.abs(after.replicates[before.replicates.columns].to_numpy() - before.replicates.to_numpy()).max() < 1e-9
+    # Anchoring at the reference fit's own coefficients reproduces that fit's scores (the
+    # strengths are the profile optimum at the MLE coefficients); gradient tol 1e-6 of the free fit.
+    assert np.abs(old.loc[fitted_res.table["model"], "score"].to_numpy() - fitted_res.table["score"].to_numpy()).max() < 1e-4
+    # Without the anchor, adding the model re-standardises the covariates and refits the
+    # coefficients, so the others do move: the test above would notice a silent refit.
+    free, _ = style_control(*full, "baseline", groups=groups, n_bootstrap=50, rng=np.random.default_rng(3))
+    moved = free.table.set_index("model").loc[old.index, "score"].to_numpy() - fitted_res.table.set_index("model").loc[old.index, "score"].to_numpy()
+    assert np.abs(moved).max() > 1e-3
+    coef = after.coefficients
+    assert coef["frozen"].all() and coef["coef"].tolist() == list(anchor.coef)
+
+
+def _anchor_json(**changes):
+    from arena.stats.style import ANCHOR_FORMAT
+
+    doc = {
+        "format": ANCHOR_FORMAT,
+        "groups": ["length"],
+        "covariates": [{"name": "length", "mean": 0.1, "sd": 0.3, "coef": 0.5}],
+        "baseline": "base",
+        "reference_models": ["a"],
+    }
+    doc.update(changes)
+    return doc
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "anchor.json:line 1: not valid JSON (Expecting property name enclosed in double quotes)"),
+        ("[1, 2]", "anchor.json: a style anchor must be a JSON object"),
+        (_anchor_json(format="pickle"), "anchor.json: field 'format': expected 'arena-style-anchor/1'"),
+        (_anchor_json(groups=["length", "colour"]), "anchor.json: field 'groups': must be a list of distinct style groups from ['emoji', 'length', 'markdown']"),
+        (_anchor_json(groups=["markdown"]), "anchor.json: field 'covariates': must list the 3 covariates ['header_density', 'list_density', 'bold_density']"),
+        (_anchor_json(covariates=[{"name": "size", "mean": 0, "sd": 1, "coef": 0}]), "anchor.json: field 'covariates[0].name': expected the covariate 'length'"),
+        (_anchor_json(covariates=[{"name": "length", "mean": 0, "sd": 1, "coef": float("nan")}]), "anchor.json: field 'covariates[0].coef': must be a finite number"),
+        (_anchor_json(covariates=[{"name": "length", "mean": 0, "sd": 1, "coef": "__import__('os')"}]), "anchor.json: field 'covariates[0].coef': must be a finite number"),
+        (_anchor_json(covariates=[{"name": "length", "mean": 0, "sd": 0, "coef": 1}]), "anchor.json: field 'covariates[0].sd': must be positive"),
+        (_anchor_json(baseline=7), "anchor.json: field 'baseline': must be the baseline model's name"),
+    ],
+)
+def test_hostile_anchor_files_are_refused_by_name(tmp_path, content, message):
+    import json
+
+    from arena.errors import InputError
+    from arena.stats.style import load_style_anchor
+
+    p = tmp_path / "anchor.json"
+    p.write_text(content if isinstance(content, str) else json.dumps(content))
+    with pytest.raises(InputError) as err:
+        load_style_anchor(p)
+    assert str(err.value) == message.replace("anchor.json", str(p))
