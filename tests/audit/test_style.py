@@ -327,3 +327,61 @@ def test_hostile_anchor_files_are_refused_by_name(tmp_path, content, message):
     with pytest.raises(InputError) as err:
         load_style_anchor(p)
     assert str(err.value) == message.replace("anchor.json", str(p))
+
+
+def _write_arena_files(root, models, n_q=120, seed=0):
+    """arena-hard layout on disk: answers with emoji/length differences, one judge that likes
+    emoji and length; every model's verdicts are drawn from its own generator, so adding a model
+    does not change the others' files."""
+    from arena.io.formats import Answer, Game, Judgment, write_jsonl
+
+    style = {"base": (400, 0), "a": (700, 2), "b": (300, 0), "c": (900, 4)}
+    for m in ["base", *models]:
+        rng = np.random.default_rng([seed, len(m), ord(m[0])])
+        L, emo = style[m]
+        answers, judgments = [], []
+        for q in range(n_q):
+            n_tok = int(rng.integers(L // 2, 3 * L // 2))
+            answers.append(Answer(str(q), m, "word " * n_tok + " 🎉" * int(rng.poisson(emo)), token_len=n_tok).to_v01())
+            if m != "base":
+                p = 1 / (1 + np.exp(-(0.8 * (n_tok - 400) / (n_tok + 400) + 0.2 * emo)))
+                g1 = "B>A" if rng.random() < p else "A>B"
+                g2 = "A>B" if rng.random() < p else "B>A"
+                judgments.append(Judgment(str(q), m, "judge", [Game("", "", g1), Game("", "", g2)]).to_v01())
+        write_jsonl(root / "model_answer" / f"{m}.jsonl", answers)
+        if judgments:
+            write_jsonl(root / "model_judgment" / "judge" / f"{m}.jsonl", judgments)
+
+
+def test_cli_anchor_out_then_anchor_in_keeps_earlier_models_fixed(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    _write_arena_files(tmp_path, ["a", "b"])
+    anchor, first, second = tmp_path / "anchor.json", tmp_path / "first.json", tmp_path / "second.json"
+    base = ["show", "-j", str(tmp_path / "model_judgment/judge"), "-b", "base", "--bootstrap", "40"]
+    r = CliRunner().invoke(app, base + ["--style-control", "length,markdown,emoji", "--style-anchor-out", str(anchor)])
+    assert r.exit_code == 0, r.output
+    saved = json.loads(anchor.read_text())
+    assert [c["name"] for c in saved["covariates"]] == ["length", "header_density", "list_density", "bold_density", "emoji_density"]
+    assert saved["reference_models"] == ["a", "b"]
+    r = CliRunner().invoke(app, base + ["--style-anchor", str(anchor), "-o", str(first)])
+    assert r.exit_code == 0, r.output
+    _write_arena_files(tmp_path, ["a", "b", "c"])  # a new model joins
+    r = CliRunner().invoke(app, base + ["--style-anchor", str(anchor), "-o", str(second)])
+    assert r.exit_code == 0, r.output
+    one = {row["model"]: row for row in json.loads(first.read_text())["leaderboard"]}
+    two = {row["model"]: row for row in json.loads(second.read_text())["leaderboard"]}
+    assert set(two) == {"base", "a", "b", "c"}
+    for m in ("a", "b"):
+        for col in ("score", "lower", "upper"):
+            assert abs(one[m][col] - two[m][col]) < 1e-9
+        assert {"rank", "rank_lower", "rank_upper", "tied_with"} <= set(two[m])
+    # A broken anchor is one line naming the file and field, exit code 2, no traceback.
+    anchor.write_text(anchor.read_text().replace('"sd": ', '"sd": -', 1))
+    r = CliRunner().invoke(app, base + ["--style-anchor", str(anchor)])
+    assert r.exit_code == 2
+    assert "field 'covariates[0].sd': must be positive" in r.output and "Traceback" not in r.output
