@@ -54,6 +54,9 @@ def main() -> None:
     print(f"problems: {len(programs)}  workers: {args.workers}  isolation: {iso}")
     print(f"sandbox:   {passed}/{len(programs)} passed in {t_sandbox:.2f} s ({t_sandbox / len(programs) * 1000:.0f} ms/problem)")
     print(f"reference: {bare_ok}/{len(programs)} passed in {t_bare:.2f} s (bare subprocess, no isolation)")
+    for r in results:
+        if not r.passed:
+            print(f"  not passed: {r.tag} {r.status} {r.detail} {[(x['role'], x['status'], x['wall_seconds']) for x in r.runs]}")
     print(f"ratio sandbox/reference: {t_sandbox / t_bare:.2f}x   target <= 30 s: {'OK' if t_sandbox <= 30 else 'MISSED'}")
 
 
