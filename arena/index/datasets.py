@@ -73,10 +73,17 @@ def looks_local(source: str) -> bool:
             or s.lower().endswith(_LOCAL_SUFFIXES) or Path(s).exists())
 
 
-def get_field(row: dict, key: str, where: tuple[str, int]) -> Any:
+def get_field(row: dict, key: str, where: tuple[str, int], types: tuple[type, ...] | None = None) -> Any:
+    """``row[key]``; a missing value, or one not of ``types``, is an error naming file, line and field."""
+    if not isinstance(row, dict):
+        raise InputError(f"expected an object, got {type(row).__name__}", path=where[0], line=where[1])
     if key not in row or row[key] is None:
         raise InputError("missing field", path=where[0], line=where[1], field=key)
-    return row[key]
+    value = row[key]
+    if types is not None and (not isinstance(value, types) or isinstance(value, bool)):
+        want = " or ".join({str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object"}.get(t, t.__name__) for t in types)
+        raise InputError(f"expected {want}, got {type(value).__name__}", path=where[0], line=where[1], field=key)
+    return value
 
 
 # --------------------------------------------------------------------------- entry point

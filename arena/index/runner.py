@@ -101,7 +101,10 @@ def _check_keys(raw: dict, allowed, path: Path, prefix: str, what: str = "unknow
 def load_config(path: str | Path, *, trust_remote_code: bool = False) -> IndexConfig:
     """Read and validate an index config; every error names the file and the config key."""
     path = Path(path)
-    raw = read_yaml(path)
+    try:
+        raw = read_yaml(path)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 text ({exc.reason} at byte {exc.start})", path=str(path)) from None
     base = path.parent
     _check_keys(raw, IndexConfigFile.model_fields, path, "")
     evals_raw = raw.get("evals")

@@ -22,10 +22,10 @@ class MathTask(EvalTask):
 
     def row_to_samples(self, row, where, spec, language):
         item_id = str(next((row[k] for k in self.hub_id_fields if row.get(k)), where[1]))
-        answer = get_field(row, "answer", where)
+        answer = get_field(row, "answer", where, (str, int, float))
         if isinstance(answer, float) and answer.is_integer():
             answer = int(answer)
-        return EvalItem(self.name, item_id, get_field(row, "problem", where), str(answer),
+        return EvalItem(self.name, item_id, get_field(row, "problem", where, (str,)), str(answer),
                         meta={k: row[k] for k in ("subject", "level") if k in row})
 
     def prompt(self, sample: Sample, *, reasoning_model: bool, repeat: int, seed: int) -> Prompt:

@@ -122,6 +122,8 @@ class EvalTask:
                 items.append(item)
             if spec.limit is not None and len(items) >= spec.limit:
                 return items[: spec.limit]
+        if not items:
+            raise InputError(f"no {self.name} samples", path=where)
         return items
 
     def resolve_source(self, source: str, base: Path) -> str:

@@ -18,11 +18,11 @@ class GPQADiamond(MultipleChoiceTask):
     id_field = "Record ID"
 
     def row_to_samples(self, row, where, spec, language):
-        correct = str(get_field(row, "Correct Answer", where)).strip()
-        wrong = [str(get_field(row, f"Incorrect Answer {k}", where)).strip() for k in (1, 2, 3)]
+        correct = str(get_field(row, "Correct Answer", where, (str,))).strip()
+        wrong = [str(get_field(row, f"Incorrect Answer {k}", where, (str,))).strip() for k in (1, 2, 3)]
         item_id = str(row.get("Record ID") or row.get("id") or where[1])
         # Unshuffled options with the correct one first; prompts shuffle them per repeat.
-        return EvalItem(self.name, item_id, str(get_field(row, "Question", where)).strip(), "A", (correct, *wrong),
+        return EvalItem(self.name, item_id, str(get_field(row, "Question", where, (str,))).strip(), "A", (correct, *wrong),
                         {"domain": row.get("High-level domain", "")})
 
     def prompt(self, sample: Sample, *, reasoning_model: bool, repeat: int, seed: int) -> Prompt:

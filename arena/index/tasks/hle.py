@@ -29,7 +29,7 @@ class HLE(EvalTask):
         kind = get_field(row, "answer_type", where)
         if kind not in ("exactMatch", "multipleChoice"):
             raise InputError(f"unknown answer_type {kind!r}", path=where[0], line=where[1], field="answer_type")
-        return EvalItem(self.name, str(get_field(row, "id", where)), get_field(row, "question", where), str(get_field(row, "answer", where)),
+        return EvalItem(self.name, str(get_field(row, "id", where, (str, int))), get_field(row, "question", where, (str,)), str(get_field(row, "answer", where, (str,))),
                         meta={"answer_type": kind, "category": row.get("category", "")})
 
     def prompt(self, sample: Sample, *, reasoning_model: bool, repeat: int, seed: int) -> Prompt:

@@ -78,7 +78,7 @@ class LiveCodeBench(EvalTask):
         if not tests:
             raise InputError("no test cases", path=where[0], line=where[1], field="public_test_cases")
         testtype = tests[0].get("testtype", "stdin")
-        return EvalItem(self.name, str(get_field(row, "question_id", where)), get_field(row, "question_content", where), "",
+        return EvalItem(self.name, str(get_field(row, "question_id", where, (str, int))), get_field(row, "question_content", where, (str,)), "",
                         meta={"starter_code": row.get("starter_code") or "", "tests": tests, "testtype": testtype,
                               "fn_name": meta.get("func_name"), "difficulty": row.get("difficulty", "")})
 

@@ -45,7 +45,7 @@ class MGSM(PerLanguage, EvalTask):
             raise InputError("missing field", path=where[0], line=where[1], field="answer_number")
         if isinstance(answer, float) and answer.is_integer():
             answer = int(answer)
-        return EvalItem(self.name, f"{language}-{where[1]}", get_field(row, "question", where), str(answer), meta={"language": language})
+        return EvalItem(self.name, f"{language}-{where[1]}", get_field(row, "question", where, (str,)), str(answer), meta={"language": language})
 
     def prompt(self, sample: Sample, *, reasoning_model: bool, repeat: int, seed: int) -> Prompt:
         tpl = load_template(f"index_mgsm_{sample.meta['language']}")

@@ -17,11 +17,11 @@ class MMLUPro(MultipleChoiceTask):
     id_field = "question_id"
 
     def row_to_samples(self, row, where, spec, language):
-        options = get_field(row, "options", where)
+        options = get_field(row, "options", where, (list, str))
         if isinstance(options, str):  # the harness's zip stores a Python-literal list (literal_eval runs no code)
             options = ast.literal_eval(options)
-        return EvalItem(self.name, str(get_field(row, "question_id", where)), get_field(row, "question", where),
-                        str(get_field(row, "answer", where)), tuple(str(o) for o in options), {"category": row.get("category", "")})
+        return EvalItem(self.name, str(get_field(row, "question_id", where, (str, int))), get_field(row, "question", where, (str,)),
+                        str(get_field(row, "answer", where, (str,))), tuple(str(o) for o in options), {"category": row.get("category", "")})
 
 
 TASK = MMLUPro()

@@ -26,7 +26,7 @@ class MMMLU(PerLanguage, MultipleChoiceTask):
     def row_to_samples(self, row, where, spec, language):
         lang = language or "en"
         opts = tuple(str(get_field(row, k, where)) for k in "ABCD")
-        return EvalItem(self.name, f"{lang}-{row.get('Unnamed: 0', where[1])}", get_field(row, "Question", where),
+        return EvalItem(self.name, f"{lang}-{row.get('Unnamed: 0', where[1])}", get_field(row, "Question", where, (str,)),
                         str(get_field(row, "Answer", where)).strip(), opts, {"language": lang, "subject": row.get("Subject", "")})
 
 

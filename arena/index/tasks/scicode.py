@@ -36,7 +36,7 @@ class SciCode(EvalTask):
         return self.load_source(spec, spec.source, None, trust_remote_code=trust_remote_code)
 
     def row_to_samples(self, row, where, spec, language):
-        steps = get_field(row, "sub_steps", where)
+        steps = get_field(row, "sub_steps", where, (list,))
         targets = spec.targets_data
         out = []
         for k, step in enumerate(steps):
