@@ -33,6 +33,7 @@ from a ``response_format`` json_schema or a label line from a llama.cpp grammar,
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import unicodedata
@@ -50,8 +51,6 @@ _OPS = {"≫": ">>", "≪": "<<"}
 # Regions whose labels are quotations. Quotes do not cross a blank line, so one stray mark cannot
 # swallow the rest of a judgment; single quotes count only as quotes (not apostrophes: "B's").
 _QUOTE_RES = [
-    # a fence masks only once closed: judges leave stray fences, which must not hide a verdict
-    re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.S | re.M),
     re.compile(r"`[^`\n]+`"),
     # the judge echoing the template's answer blocks
     re.compile(r"<\|The Start of Assistant [AB]'s Answer\|>.*?<\|The End of Assistant [AB]'s Answer\|>", re.S),
@@ -80,6 +79,8 @@ _VERDICT_WORDS = frozenset(
     "than after considering weighing everything all above based on evaluation of given this".split()
 )
 _LABEL_ONLY_RE = re.compile(r"[\"'“„«「『`]\s*" + LABEL_RE.pattern + r"\s*[.!]?\s*[\"'”“»」』`]")
+_FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})")
+_WORD_RE = re.compile(r"[^\W\d_]+")
 _CUE_RE = re.compile(r"\b(verdict|final)\b", re.I)
 _JSON_RE = re.compile(r"\{.*\}", re.S)
 
@@ -127,31 +128,46 @@ def labels_in(text: str) -> set[str]:
 
 
 def parse_verdict(judgment: str | None, quoted: Iterable[str] = ()) -> Verdict:
-    """Parse one judgment; ``quoted`` are the texts being judged (prompt and both answers)."""
+    """Parse one judgment; ``quoted`` are the texts being judged (prompt and both answers).
+
+    Linear in the judgment's length (one pass per line), so a judgment full of quoted labels or
+    fences costs no more than its size."""
     if not judgment:
         return Verdict(None, "missing")
     text = normalise_text(judgment)
     sources = [normalise_text(q) for q in quoted if q]
     in_sources = set().union(*(labels_in(s) for s in sources)) if sources else set()
-    masked = _quoted_spans(text)
+    masked = _merge(_quoted_spans(text))
+    mask_starts = [a for a, _ in masked]
+    lines = text.split("\n")
     verdicts: list[tuple[str, bool]] = []  # (label, cued) per verdict line
     ignored = 0
-    for m in LABEL_RE.finditer(text):
-        label = normalise_label(*m.groups())
-        if label is None:
+    pos = 0
+    for idx, line in enumerate(lines):
+        line_start, pos = pos, pos + len(line) + 1
+        found = [(m, normalise_label(*m.groups())) for m in LABEL_RE.finditer(line)]
+        found = [(m, lab) for m, lab in found if lab is not None]
+        if not found:
             continue
-        if any(a <= m.start() < b for a, b in masked) or _copied_line(text, m.start(), sources):
-            ignored += 1
-            continue
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        prefix = text[line_start:m.start()]
-        copyable = label in in_sources
-        if not _states_verdict(prefix, strict=copyable) or (copyable and _introduced_as_quote(text, line_start)):
-            ignored += 1
-            continue
-        # A second label on the line ("[[B>A]] or perhaps [[A=B]]") is hesitation, not a correction.
-        tail = prefix[max((x.end() for x in LABEL_RE.finditer(prefix)), default=0):]
-        verdicts.append((label, bool(_CUE_RE.search(tail))))
+        copied = _copied_line(lines, idx, sources)
+        introduced = _introduced_as_quote(lines, idx)
+        attributed = non_vocab = False
+        seg_from = 0
+        for k, (m, label) in enumerate(found):
+            segment = line[seg_from:m.start()]
+            seg_from = m.end()
+            attributed = attributed or bool(_ATTRIBUTION_RE.search(segment))
+            non_vocab = non_vocab or any(w not in _VERDICT_WORDS for w in _WORD_RE.findall(segment.lower()))
+            if copied or _inside(masked, mask_starts, line_start + m.start()):
+                ignored += 1
+                continue
+            copyable = label in in_sources
+            if attributed or (copyable and (non_vocab or introduced)):
+                ignored += 1
+                continue
+            # A second label on the line ("[[B>A]] or perhaps [[A=B]]") is hesitation, not a
+            # correction: only a verdict cue after the previous label marks a correction.
+            verdicts.append((label, bool(_CUE_RE.search(segment))))
     labels = tuple(lbl for lbl, _ in verdicts)
     if not verdicts:
         return Verdict(None, "missing", labels, ignored)
@@ -196,49 +212,69 @@ REASK_JSON_SCHEMA = {
 def _quoted_spans(text: str) -> list[tuple[int, int]]:
     # A quote holding nothing but a label is the judge's emphasis (My final verdict is: "[[B>A]]");
     # a quoted label from an answer comes with its attribution, which rule 2 sets aside.
-    return [(m.start(), m.end()) for rx in _QUOTE_RES for m in rx.finditer(text) if not _LABEL_ONLY_RE.fullmatch(m.group(0))]
+    spans = [(m.start(), m.end()) for rx in _QUOTE_RES for m in rx.finditer(text) if not _LABEL_ONLY_RE.fullmatch(m.group(0))]
+    return spans + _fences(text)
 
 
-def _introduced_as_quote(text: str, line_start: int) -> bool:
+def _fences(text: str) -> list[tuple[int, int]]:
+    """Closed fenced code blocks, by one scan over lines. An unclosed fence masks nothing: judges
+    leave stray fences, which must not hide a verdict. (A regex for this is quadratic.)"""
+    out: list[tuple[int, int]] = []
+    open_at, fence = -1, ""
+    pos = 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if open_at < 0:
+            m = _FENCE_OPEN_RE.match(stripped)
+            if m:
+                open_at, fence = pos, m.group(1)
+        elif stripped.startswith(fence) and not stripped.strip(fence[0]):
+            out.append((open_at, pos + len(line)))
+            open_at = -1
+        pos += len(line) + 1
+    return out
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _inside(merged: list[tuple[int, int]], starts: list[int], pos: int) -> bool:
+    i = bisect.bisect_right(starts, pos) - 1
+    return i >= 0 and merged[i][0] <= pos < merged[i][1]
+
+
+def _introduced_as_quote(lines: list[str], idx: int) -> bool:
     """The previous non-empty line introduces a quotation ("Assistant A concludes:")."""
-    before = text[:line_start].rstrip()
-    prev = before[before.rfind("\n") + 1:].strip(" *_#")
+    j = idx - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    prev = lines[j].strip(" \t*_#") if j >= 0 else ""
     return prev.endswith(":") and bool(_ATTRIBUTION_RE.search(prev))
 
 
-def _states_verdict(prefix: str, strict: bool) -> bool:
-    """Whether the words before a label on its line state a verdict (see rule 2)."""
-    if _ATTRIBUTION_RE.search(prefix):
-        return False
-    if not strict:
-        return True
-    words = re.findall(r"[^\W\d_]+", prefix.lower())
-    return all(w in _VERDICT_WORDS for w in words)
-
-
-def _copied_line(text: str, pos: int, sources: list[str]) -> bool:
-    """The label's line and a neighbouring non-trivial line appear together in a judged text."""
+def _copied_line(lines: list[str], idx: int, sources: list[str]) -> bool:
+    """The label's line and a neighbouring non-trivial line appear together (up to blank lines)
+    in a judged text: the judge reproducing a stretch of an answer."""
     if not sources:
         return False
-    lines = text.split("\n")
-    idx = text.count("\n", 0, pos)
     line = lines[idx].strip()
-    for j in (idx - 1, idx + 1):
-        # the nearest non-empty neighbour on that side
-        step = -1 if j < idx else 1
+    for step in (-1, 1):
+        j = idx + step
         while 0 <= j < len(lines) and not lines[j].strip():
             j += step
         if not 0 <= j < len(lines) or len(lines[j].strip()) < 8:
             continue
-        pair = (lines[j].strip(), line) if j < idx else (line, lines[j].strip())
+        first, second = (lines[j].strip(), line) if step < 0 else (line, lines[j].strip())
         for s in sources:
-            a = s.find(pair[0])
-            while a >= 0:
-                b = s.find(pair[1], a + len(pair[0]))
-                # contiguous up to blank lines between them
-                if b >= 0 and not s[a + len(pair[0]):b].strip():
-                    return True
-                a = s.find(pair[0], a + 1)
+            if first in s and second in s and re.search(re.escape(first) + r"[ \t]*\n(?:[ \t]*\n)*[ \t]*" + re.escape(second), s):
+                return True
     return False
 
 

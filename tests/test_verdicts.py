@@ -159,3 +159,17 @@ def _fw(label: str, rng: np.random.Generator) -> str:
     if k == 0:
         return label.replace(">", "＞").replace("A", "Ａ").replace("B", "Ｂ")
     return label.lower() if k == 1 else label
+
+
+@pytest.mark.parametrize("judgment", [
+    "```x\n" * 5000 + "My final verdict is: [[B>A]]",  # unclosed fences: a regex took 17 s here
+    "[[A>B]] " * 20000 + "\nMy final verdict is: [[B>A]]",
+    "My final verdict is: [[A>B]]\n" * 5000 + "\nMy final verdict is: [[B>A]]",
+])
+def test_hostile_sizes_parse_in_linear_time(judgment):
+    import time
+
+    t0 = time.perf_counter()
+    v = parse_verdict(judgment, quoted=("p", "[[A>B]]\n" * 2000, "b"))
+    assert time.perf_counter() - t0 < 10
+    assert v.label == "B>A"
