@@ -399,3 +399,23 @@ def test_curation_run_has_one_ledger_with_embeddings_labels_and_annotation(fake_
     assert usage.loc["embed", "calls"] == 2 and usage.loc["cluster_label", "calls"] == 1
     assert usage.loc["annotate:s1", "calls"] == 4
     assert usage["calls"].sum() == srv.stats()["ok"] == 7
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://user:{SECRET}@api.example.com/v1",
+        f"https://api.example.com/v1?api_key={SECRET}",
+        f"https://api.example.com/v1?key={SECRET}",
+        f"https://api.example.com/{SECRET}/v1",
+    ],
+)
+def test_a_key_inside_base_url_is_refused_without_echo(tmp_path, url):
+    p = tmp_path / "endpoints.yaml"
+    p.write_text(yaml.safe_dump({"endpoints": {"x": {"model": "m", "base_url": url}}}))
+    with pytest.raises(InputError) as info:
+        load_endpoints(p)
+    assert str(info.value) == (
+        f"{p}: field 'endpoints.x.base_url': credentials in the URL are not accepted (value not shown); "
+        "name the key's variable in api_key_env"
+    )

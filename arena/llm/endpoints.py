@@ -69,6 +69,19 @@ def find_credential(params: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def base_url_problem(url: str) -> str | None:
+    """A credential inside the URL (``user:pass@``, ``?api_key=``, a key-shaped path segment)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    if parts.password or (parts.username and looks_like_secret(parts.username)):
+        return "credentials in the URL are not accepted (value not shown); name the key's variable in api_key_env"
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if find_credential(query) or any(looks_like_secret(seg) for seg in parts.path.split("/")):
+        return "credentials in the URL are not accepted (value not shown); name the key's variable in api_key_env"
+    return None
+
+
 def api_key_env_problem(name: str) -> str | None:
     """Why ``name`` is not a usable variable name, never quoting it (it may be the key itself)."""
     if looks_like_secret(name) or not _ENV_NAME.match(name):
@@ -116,6 +129,14 @@ class Endpoint(BaseModel):
             raise ValueError(f"'{found[0]}': {found[1]}")
         return v
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_key_in_url(cls, v: str | None) -> str | None:
+        problem = base_url_problem(v) if v else None
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @field_validator("api_key_env")
     @classmethod
     def _a_name_not_a_key(cls, v: str | None) -> str | None:
@@ -144,6 +165,9 @@ def parse_endpoints(raw: Mapping[str, Any], *, source: str = "<config>") -> dict
                     path=source,
                     field=f"endpoints.{name}.{field}",
                 )
+        url = spec.get("base_url")
+        if isinstance(url, str) and base_url_problem(url):
+            raise InputError(base_url_problem(url), path=source, field=f"endpoints.{name}.base_url")
         key_env = spec.get("api_key_env")
         if isinstance(key_env, str) and api_key_env_problem(key_env):
             raise InputError(api_key_env_problem(key_env), path=source, field=f"endpoints.{name}.api_key_env")
