@@ -21,7 +21,8 @@ Config (all optional)::
       "retry_after": 0.05,            # seconds, sent with 429s
       "hang_seconds": 30,
       "rules": [{"match": "regex", "reply": "text"} or {"match": "...", "replies": [...]}],
-                                      # "expand": true makes "reply" a template over the match's groups
+                                      # "expand": true makes "reply" a template over the match's groups; "param": "name" matches
+                                      # only requests whose body has that top-level param
       "default": "auto"               # auto | echo
     }
 
@@ -93,6 +94,8 @@ def reply_text(state: State, body: dict, key: str) -> str:
     system = _system(messages)
     everything = system + "\n" + "\n".join(str(m.get("content", "")) for m in messages)
     for rx, rule in state.compiled:
+        if "param" in rule and rule["param"] not in body:  # e.g. only requests that carry response_format
+            continue
         m = rx.search(everything)
         if m:
             if "replies" in rule:

@@ -27,7 +27,7 @@ import yaml
 from arena.io.formats import Answer, read_jsonl
 from arena.judge import JudgeTemplates, play_game
 from arena.llm import ChatRequest, Endpoint, LLMClient, ResponseCache
-from arena.verdicts import parse_reask, parse_verdict, verdict_outliers, verdict_shares
+from arena.verdicts import REASK_JSON_SCHEMA, parse_reask, parse_verdict, verdict_outliers, verdict_shares
 
 CORPUS = sorted((Path(__file__).parent / "attacks" / "verdicts").glob("*.json"))
 
@@ -242,3 +242,34 @@ def test_outlier_rule():
     alone = pd.DataFrame({"n_games": [50], "trouble": [50]}, index=pd.Index(["a"], name="model"))
     assert verdict_outliers(alone) == {}  # nothing to compare with
     assert verdict_shares([]).empty
+
+
+GRAMMAR = 'root ::= "My final verdict is: [[" ("A>>B" | "A>B" | "A=B" | "B>A" | "B>>A") "]]"'
+
+
+@pytest.mark.parametrize("reask_params,param,reply,status", [
+    ({"response_format": {"type": "json_schema", "json_schema": REASK_JSON_SCHEMA}}, "response_format", '{"verdict": "B>A"}', "reasked"),
+    ({"extra_body": {"grammar": GRAMMAR}}, "grammar", "My final verdict is: [[B>A]]", "reasked"),
+    ({}, None, None, "unparsed"),
+], ids=["json_schema", "llama_grammar", "unconstrained"])
+def test_constrained_reask_reaches_the_endpoint(fake_server, tmp_path, reask_params, param, reply, status):
+    """The re-ask carries ``judge.reask_params`` to the server: the scripted server answers the
+    constrained re-ask with a label only when the request has that parameter."""
+    rules = [{"match": "Judge notes", "param": param, "reply": reply}] if param else []
+    rules += [{"match": "Judge notes", "reply": "I cannot decide."}, {"match": "Task", "reply": "Judge notes: no label here."}]
+    srv = fake_server({"rules": rules})
+    tpl = JudgeTemplates.load("arena_hard_v0.1_system", "arena_hard_v0.1_pairwise", "arena_hard_verdict_reask")
+    ep = Endpoint(name="judge", model="judge-model", base_url=srv.url, max_concurrency=2, timeout=5.0, max_retries=1)
+    client = LLMClient({"judge": ep}, ResponseCache(tmp_path / "cache.sqlite"), backoff_base=0.001, seed=0)
+    user = tpl.pairwise.format(question="Task", answer_a="a", answer_b="b")
+    req = ChatRequest("judge", [{"role": "system", "content": tpl.system.text}, {"role": "user", "content": user}], template_version=tpl.version, stage="judge")
+
+    async def go():
+        try:
+            return await play_game(client, req, tpl, ("Task", "a", "b"), True, reask_params)
+        finally:
+            await client.aclose()
+
+    g = asyncio.run(go())
+    assert (g.status, g.score, g.extra["reasked"], g.extra["first_status"]) == (status, "B>A" if param else None, True, "missing")
+    assert srv.stats()["hits"] == 2
