@@ -419,3 +419,14 @@ def test_a_key_inside_base_url_is_refused_without_echo(tmp_path, url):
         f"{p}: field 'endpoints.x.base_url': credentials in the URL are not accepted (value not shown); "
         "name the key's variable in api_key_env"
     )
+
+
+def test_cache_reserve_is_freed_on_close_and_after_a_killed_process(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    stale = tmp_path / f"cache.sqlite-reserve.{dead}.abc"
+    stale.write_bytes(b"\0" * 1024)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    reserves = list(tmp_path.glob("cache.sqlite-reserve.*"))
+    assert stale not in reserves and len(reserves) == 1 and reserves[0].stat().st_size > 0
+    cache.close()
+    assert not list(tmp_path.glob("cache.sqlite-reserve.*"))

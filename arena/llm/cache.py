@@ -172,7 +172,7 @@ class ResponseCache:
     """SQLite-backed cache; every write is committed at once so a kill loses nothing paid for.
 
     A full disk must not lose the replies that were already on their way when it filled up:
-    the cache holds a reserve file (``<cache>-reserve.<pid>``: a quarter of the free space, at most
+    the cache holds a reserve file (``<cache>-reserve.<pid>.<id>``: a quarter of the free space, at most
     4 MiB) and releases it at the first ``SQLITE_FULL``, so that reply and those in flight can
     still be committed while the client stops sending. The reserve is removed on ``close``.
     """
@@ -180,8 +180,8 @@ class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Per process, so two processes sharing a cache never free each other's reserve.
-        self._reserve = self.path.with_name(f"{self.path.name}-reserve.{os.getpid()}")
+        # Per process and object, so two users of one cache never free each other's reserve.
+        self._reserve = self.path.with_name(f"{self.path.name}-reserve.{os.getpid()}.{id(self):x}")
         self.full: CacheWriteError | None = None
         self._drop_stale_reserves()
         self._hold_reserve()
@@ -206,7 +206,7 @@ class ResponseCache:
         """Reserves left by killed processes (their pid is gone) are freed."""
         for p in self.path.parent.glob(f"{self.path.name}-reserve.*"):
             try:
-                os.kill(int(p.suffix[1:]), 0)
+                os.kill(int(p.name.rsplit(".", 2)[-2]), 0)
             except ProcessLookupError:
                 _unlink_quietly(p)
             except (ValueError, PermissionError, OSError):
