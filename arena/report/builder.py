@@ -67,17 +67,19 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def js_json(value: Any) -> str:
+def js_json(value: Any, clean: bool = True) -> str:
     """JSON that is safe inside a ``<script>`` element or a ``.js`` file: ``<``, ``>``, ``&`` and
-    U+2028/U+2029 are escaped, so no string can close the element or start markup."""
-    s = json.dumps(_clean(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    U+2028/U+2029 are escaped, so no string can close the element or start markup. ``clean=False``
+    for payloads built of plain Python values only (the big per-model files): it skips the
+    recursive NaN/numpy pass, and ``allow_nan=False`` still refuses anything it missed."""
+    s = json.dumps(_clean(value) if clean else value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return (s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def write_data_js(path: Path, key: str, value: Any) -> None:
+def write_data_js(path: Path, key: str, value: Any, clean: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"window.BBR_LOAD({js_json(key)},{js_json(value)});\n", encoding="utf-8")
+    path.write_text(f"window.BBR_LOAD({js_json(key)},{js_json(value, clean)});\n", encoding="utf-8")
 
 
 def records(df: pd.DataFrame | None) -> list[dict]:
@@ -175,20 +177,48 @@ def _board(judgments, baseline: str, opts: ReportOptions, tokens: dict[str, floa
     return with_rank_intervals(table, lb.replicates, baseline, opts.ci)
 
 
-def _style_board(judgment_dir: Path, judge: str | None, baseline: str, opts: ReportOptions, answer_dirs: Sequence[Path]) -> pd.DataFrame | None:
+def _style_meta(answers: dict, battles: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """As :func:`arena.audit.show_extras._style_meta`, over answers already read (a build reads
+    every answer file once)."""
+    from arena.stats.markdown_stats import answer_metadata, emoji_count
+
+    keys = ("token_len", "header_count", "list_count", "bold_count", "emoji_count")
+    cache: dict[tuple[str, str], dict | None] = {}
+
+    def meta(model: str, qid: str) -> dict | None:
+        k = (model, qid)
+        if k not in cache:
+            a = answers.get(model, {}).get(qid)
+            if a is None:
+                cache[k] = None
+            else:
+                m = dict(a.metadata or {})
+                if not all(x in m for x in keys[:4]):
+                    m = answer_metadata(a.text, a.token_len if a.token_len is not None else m.get("token_len"))
+                if "emoji_count" not in m:
+                    m["emoji_count"] = emoji_count(a.text)
+                cache[k] = m
+        return cache[k]
+
+    empty = {k: None for k in keys}
+    mm = [meta(m, q) for m, q in zip(battles["model"], battles["question_id"])]
+    om = [meta(o, q) for o, q in zip(battles["opponent"], battles["question_id"])]
+    found = np.array([x is not None and y is not None for x, y in zip(mm, om)], dtype=bool)
+    return (pd.DataFrame([{k: (x or empty).get(k) for k in keys} for x in mm]),
+            pd.DataFrame([{k: (x or empty).get(k) for k in keys} for x in om]), found)
+
+
+def _style_board(judgments, baseline: str, opts: ReportOptions, answers: dict) -> pd.DataFrame | None:
     """Style-controlled board (length + markdown) when the answers carry what it needs."""
     from arena.api import with_rank_intervals
-    from arena.stats.style import style_controlled_leaderboard, style_features
-    from arena.audit.show_extras import _style_meta
-    from arena.show import load_judgments
     from arena.stats.ratings import battles_from_judgments
+    from arena.stats.style import style_controlled_leaderboard, style_features
 
-    judgments = [j for j in load_judgments([judgment_dir]) if judge is None or j.judge == judge]
     b = battles_from_judgments(judgments, baseline, strong_weight=opts.strong_weight)
     usable = b[b["weight"] > 0].reset_index(drop=True)
     if usable.empty:
         return None
-    mm, om, found = _style_meta(list(answer_dirs), usable)
+    mm, om, found = _style_meta(answers, usable)
     if not found.any():
         return None
     usable, mm, om = usable[found].reset_index(drop=True), mm[found].reset_index(drop=True), om[found].reset_index(drop=True)
@@ -240,11 +270,11 @@ def build_arena(src: Source, i: int, out: Path, opts: ReportOptions, log: Callab
                 continue
             table = _attach_flags(table, rates, scope)
             boards.append({"judge": scope, "category": cat, "variant": "raw", "rows": records(table)})
-        # Style control for the first scope only (all judges pooled, or the only judge): it
-        # re-reads every answer's markdown counts, the slowest step of a build.
-        if opts.style_control and answer_dirs and scope == scopes[0][0]:
+        # Style control for the first scope only (all judges pooled, or the only judge): the
+        # fit with its bootstrap is the slowest step of a build.
+        if opts.style_control and answers and scope == scopes[0][0]:
             try:
-                st = _style_board(jdir, None if scope == "pool" else scope, baseline, opts, answer_dirs)
+                st = _style_board(js, baseline, opts, answers)
             except (InputError, ValueError, KeyError) as exc:
                 log(f"  style control skipped for {scope}: {exc}")
                 st = None
@@ -266,12 +296,13 @@ def build_arena(src: Source, i: int, out: Path, opts: ReportOptions, log: Callab
     models = []
     for k, (model, g) in enumerate(bt.groupby("model", sort=True)):
         rows = [
-            {"q": r.question_id, "j": r.judge, "a": r.model_answer, "v": r.verdict, "s": r.score, "sd": bool(r.swap_disagree), "jd": bool(r.judges_disagree),
+            {"q": r.question_id, "j": r.judge, "a": r.model_answer, "v": r.verdict, "s": None if r.score != r.score else float(r.score),
+             "sd": bool(r.swap_disagree), "jd": bool(r.judges_disagree),
              "g": [[r.g1_label, r.g1_status, r.g1_judgment, bool(r.g1_reasked)], [r.g2_label, r.g2_status, r.g2_judgment, bool(r.g2_reasked)]]}
             for r in g.itertuples(index=False)
         ]
         key = f"b_{i}_{k}"
-        write_data_js(out / "data" / f"{key}.js", key, rows)
+        write_data_js(out / "data" / f"{key}.js", key, rows, clean=False)
         models.append({"name": model, "key": key, "n": len(rows)})
 
     return {
@@ -302,10 +333,10 @@ def _judge_audit(judgments, baseline: str, answers: dict, opts: ReportOptions, l
         "verdicts": records(verdict_distribution(b, by=("judge",))),
         "consistency": records(position_consistency(b, by=("judge",))),
     }
-    tok = {(m, q): a.token_len for m, by_q in answers.items() for q, a in by_q.items() if a.token_len}
-    ml = b.apply(lambda r: tok.get((r["model"], r["question_id"])), axis=1) if len(b) else pd.Series(dtype=float)
-    ol = b.apply(lambda r: tok.get((r["opponent"], r["question_id"])), axis=1) if len(b) else pd.Series(dtype=float)
-    ok = ml.notna() & ol.notna() & (b["weight"] > 0) if len(b) else pd.Series(dtype=bool)
+    tok = {(m, q): float(a.token_len) for m, by_q in answers.items() for q, a in by_q.items() if a.token_len}
+    ml = pd.Series([tok.get(k, np.nan) for k in zip(b["model"], b["question_id"])], dtype=float)
+    ol = pd.Series([tok.get(k, np.nan) for k in zip(b["opponent"], b["question_id"])], dtype=float)
+    ok = ml.notna() & ol.notna() & (b["weight"] > 0)
     if len(b) and ok.sum() >= 20:
         try:
             slopes, bins = length_bias(b[ok].reset_index(drop=True), ml[ok].to_numpy(float), ol[ok].to_numpy(float),

@@ -10,6 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
+from arena.stats.markdown_stats import answer_metadata
+
 XSS = [
     "<script>window.__xss=1</script>",
     "<img src=x onerror=window.__xss=1>",
@@ -68,8 +70,7 @@ def make_arena_run(root: Path, *, n_models: int = 4, n_questions: int = 12, judg
             toks = int(rng.integers(words // 2 + 1, words * 2 + 2))
             rows.append({"question_id": q["question_id"], "answer_id": f"{m}-{i}", "model_id": m, "tstamp": 1.0,
                          "choices": [{"index": 0, "turns": [{"content": text, "token_len": toks}]}],
-                         "conv_metadata": {"token_len": toks, "header_count": {"h1": 0, "h2": 1, "h3": 0, "h4": 0, "h5": 0, "h6": 0},
-                                           "list_count": {"ordered": 0, "unordered": 2}, "bold_count": {"**": 1, "__": 0}}})
+                         "conv_metadata": answer_metadata(text, toks)})  # what `arena answers` records
         _write_jsonl(root / "model_answer" / f"{m}.jsonl", rows)
     for judge in judges:
         for k, m in enumerate(models):
@@ -92,7 +93,8 @@ def make_arena_run(root: Path, *, n_models: int = 4, n_questions: int = 12, judg
                         lab = "A=B"
                     else:
                         lab = f"{other}>{model_side}"
-                    jt = f"Comparing both answers. {XSS[(i + g) % len(XSS)] if hostile else ''}\n\nMy final verdict is: [[{lab}]]"
+                    body = "\n\n".join([_PARA] * max(1, words // 150))
+                    jt = f"Comparing both answers. {XSS[(i + g) % len(XSS)] if hostile else ''}\n\n{body}\n\nMy final verdict is: [[{lab}]]"
                     games.append({"user_prompt": "...", "judgment": jt, "score": lab})
                 rows.append({"question_id": q["question_id"], "model": m, "judge": judge, "baseline": baseline, "games": games})
             _write_jsonl(root / "model_judgment" / judge / f"{m}.jsonl", rows)

@@ -132,7 +132,7 @@ def test_leaderboard_table_and_forest_plot(hostile_site: Path):
         assert rows.count() == 5  # four models and the baseline
         names = pg.locator("#leaderboard-table td.model a").all_text_contents()
         assert set(XSS_MODELS) <= set(names)  # hostile names shown whole, as text
-        pg.wait_for_selector("#forest .main-svg")
+        pg.wait_for_selector("#forest svg .point")
         assert pg.locator("#forest .point").count() == 5
         pg.select_option("select[aria-label=Judge]", "judge-a")
         assert pg.locator("#leaderboard-table tbody tr").count() == 5

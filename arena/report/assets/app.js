@@ -88,11 +88,68 @@
     });
     return el("label", null, label + " ", s);
   }
+  var plotlyReady = null;
+  function needPlotly() {
+    // Plotly (4.8 MB) is loaded only by pages that draw with it; the leaderboard draws its own SVG.
+    if (!plotlyReady) plotlyReady = new Promise(function (resolve, reject) {
+      if (window.Plotly) { resolve(window.Plotly); return; }
+      var s = document.createElement("script");
+      s.src = "assets/plotly.min.js";
+      s.onload = function () { resolve(window.Plotly); };
+      s.onerror = function () { reject(new Error("cannot load assets/plotly.min.js")); };
+      document.body.appendChild(s);
+    });
+    return plotlyReady;
+  }
   function plot(parent, div, data, layout) {
     parent.appendChild(div); // attached first, so Plotly sizes it to the page width
     layout = Object.assign({ margin: { l: 60, r: 20, t: 30, b: 60 }, font: { size: 12 } }, layout || {});
-    if (window.Plotly) window.Plotly.newPlot(div, data, layout, { displaylogo: false, responsive: true });
+    needPlotly().then(function (P) { if (div.isConnected) P.newPlot(div, data, layout, { displaylogo: false, responsive: true }); });
     return div;
+  }
+  var SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
+    if (text !== undefined) e.textContent = String(text);
+    return e;
+  }
+  function niceTicks(lo, hi, n) {
+    var step = Math.pow(10, Math.floor(Math.log10((hi - lo) / n || 1))), err = (hi - lo) / n / step;
+    step *= err >= 7.5 ? 10 : err >= 3.5 ? 5 : err >= 1.5 ? 2 : 1;
+    var out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(+v.toFixed(10));
+    return out;
+  }
+  function forestPlot(parent, rows) {
+    // Hand-drawn SVG: a leaderboard of many models draws at once, without the plotting library.
+    var box = el("div", { cls: "forest", id: "forest" });
+    parent.appendChild(box);
+    var W = Math.max(500, box.clientWidth || 900), rowH = 24, top = 10, bottom = 40;
+    var longest = rows.reduce(function (m, r) { return Math.max(m, String(r.model).length); }, 0);
+    var L = Math.min(420, 20 + 7 * longest), R = 30, H = top + bottom + rowH * rows.length;
+    var lo = Math.min.apply(null, rows.map(function (r) { return r.lower === null ? r.score : r.lower; }));
+    var hi = Math.max.apply(null, rows.map(function (r) { return r.upper === null ? r.score : r.upper; }));
+    var pad = (hi - lo) * 0.05 || 1; lo -= pad; hi += pad;
+    var x = function (v) { return L + (W - L - R) * (v - lo) / (hi - lo); };
+    var g = svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "forest plot of win rates" });
+    niceTicks(lo, hi, 8).forEach(function (t) {
+      g.appendChild(svg("line", { x1: x(t), x2: x(t), y1: top, y2: H - bottom, stroke: "#e5e7eb" }));
+      g.appendChild(svg("text", { x: x(t), y: H - bottom + 16, "text-anchor": "middle", "font-size": 11, fill: "#667085" }, t));
+    });
+    g.appendChild(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12, fill: "#1d2430" }, "win rate (%)"));
+    rows.forEach(function (r, k) {
+      var y = top + rowH * k + rowH / 2, name = String(r.model);
+      var label = svg("text", { x: L - 8, y: y + 4, "text-anchor": "end", "font-size": 12, fill: "#1d2430" }, name.length > 58 ? name.slice(0, 57) + "…" : name);
+      label.appendChild(svg("title", {}, name));
+      g.appendChild(label);
+      if (r.lower !== null && r.upper !== null) g.appendChild(svg("line", { x1: x(r.lower), x2: x(r.upper), y1: y, y2: y, stroke: "#1f77b4", "stroke-width": 2 }));
+      var c = svg("circle", { cx: x(r.score), cy: y, r: 4.5, fill: "#1f77b4", "class": "point" });
+      c.appendChild(svg("title", {}, name + ": " + fmt(r.score) + (r.lower !== null ? " (" + fmt(r.lower) + " – " + fmt(r.upper) + ")" : "")));
+      g.appendChild(c);
+    });
+    box.appendChild(g);
+    return box;
   }
 
   // ------------------------------------------------------------------ Markdown (safe subset)
@@ -263,13 +320,9 @@
       { label: "avg tokens", key: "avg_tokens", digits: 0 },
       { label: "tied with", render: function (r) { return Array.isArray(r.tied_with) ? r.tied_with.join(", ") : (r.tied_with || ""); }, cls: "model" });
     main.appendChild(el("div", { id: "leaderboard-table" }, table(cols, cur.rows)));
-    var rows = cur.rows.filter(function (r) { return r.score !== null; }).slice().reverse();
     main.appendChild(el("h3", { text: "Forest plot" }));
-    plot(main, el("div", { cls: "plot", id: "forest" }), [{
-      type: "scatter", mode: "markers", x: rows.map(function (r) { return r.score; }), y: rows.map(function (r) { return pt(r.model); }),
-      error_x: { type: "data", symmetric: false, array: rows.map(function (r) { return r.upper === null ? 0 : r.upper - r.score; }), arrayminus: rows.map(function (r) { return r.lower === null ? 0 : r.score - r.lower; }) },
-      hovertemplate: "%{y}: %{x:.1f}<extra></extra>",
-    }], { height: Math.max(260, 26 * rows.length + 80), xaxis: { title: "win rate (%)" }, yaxis: { automargin: true } });
+    forestPlot(main, cur.rows.filter(function (r) { return r.score !== null; }));
+    if (window.performance && performance.mark) performance.mark("bbr-leaderboard-drawn");
     if (A.run_log.length || A.usage.length) {
       main.appendChild(el("h2", { text: "Run log" }));
       if (A.usage.length) main.appendChild(table(Object.keys(A.usage[0]).map(function (k) { return { label: k, key: k, digits: 4 }; }), A.usage));
