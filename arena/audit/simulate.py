@@ -2,7 +2,10 @@
 
 Battles follow arena-hard's layout: every model plays the baseline twice per prompt (two
 position-swapped games), and the judge's verdict for the model is drawn from a Bradley–Terry
-(logistic) model, optionally with style covariates.
+(logistic) model, optionally with style covariates and a random effect per prompt. The prompt
+effect ``u_q ~ N(0, prompt_sd^2)`` is shared by both games of a prompt and by every model (a
+prompt the baseline answers badly is won by everyone), so games are correlated within a prompt,
+as real judgments are; the estimand is then the marginal win rate E_u[P(win | u)].
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ class SimulatedArena:
     theta: pd.Series  # true log-strength of each model relative to the baseline
     gamma: np.ndarray  # true style coefficients (on the standardised covariates)
     features: pd.DataFrame | None  # standardised style covariates (None without style)
+    true_win_rate: pd.Series | None = None  # marginal P(model beats baseline), %, without style
+
+
+def marginal_win_rate(theta: np.ndarray, prompt_sd: float, tie_prob: float = 0.0) -> np.ndarray:
+    """E_u[sigmoid(theta + u)] for u ~ N(0, prompt_sd^2), ties scoring 0.5 with ``tie_prob``:
+    the expected score the weighted win rate estimates. Gauss–Hermite quadrature with 80 nodes
+    (exact to ~1e-12 for the smooth sigmoid at the SDs used here)."""
+    x, wts = np.polynomial.hermite_e.hermegauss(80)
+    p = (expit(np.asarray(theta, float)[:, None] + prompt_sd * x[None, :]) @ wts) / wts.sum()
+    return (1 - tie_prob) * p + tie_prob * 0.5
 
 
 def simulate_arena(
@@ -38,6 +51,7 @@ def simulate_arena(
     strong_prob: float = 0.0,
     strong_weight: float = 3.0,
     baseline: str = "baseline",
+    prompt_sd: float = 0.0,
 ) -> SimulatedArena:
     """Draw ``n_models`` x ``n_prompts`` x 2 games against ``baseline``.
 
@@ -46,6 +60,9 @@ def simulate_arena(
     a tie with ``tie_prob``; otherwise the model wins with probability
     ``sigmoid(theta_m + gamma . z)``; a decided game is strong (weight ``strong_weight``) with
     ``strong_prob``, independently of who won, so the weighted MLE stays consistent.
+    ``prompt_sd``: SD of the per-prompt random effect added to every game's logit (module
+    docstring); 0 draws none (and consumes no random numbers, so seeds reproduce older runs).
+    Groups ``emoji`` adds an ``emoji_count`` per answer.
     """
     theta = rng.normal(0, 1, n_models) if theta is None else np.asarray(theta, float)
     models = [f"model-{k:02d}" for k in range(n_models)]
@@ -65,6 +82,9 @@ def simulate_arena(
             }
         )
 
+    def add_emoji(frame: pd.DataFrame, rate: np.ndarray) -> pd.DataFrame:
+        return frame.assign(emoji_count=rng.poisson(rate * frame["token_len"].to_numpy() / 100))
+
     # One answer per (model, prompt); both games of a prompt share it.
     per_model_len = rng.uniform(200, 900, n_models)
     per_model_md = rng.uniform(0.2, 2.0, n_models)
@@ -72,10 +92,15 @@ def simulate_arena(
     m_of_pair = pairs // n_prompts
     model_ans = answers(per_model_len[m_of_pair], per_model_md[m_of_pair])
     base_ans = answers(np.full(n_prompts, 500.0), np.full(n_prompts, 1.0))
+    if "emoji" in style_groups:  # drawn only when asked, so runs without emoji replay as before
+        model_ans = add_emoji(model_ans, rng.uniform(0.0, 1.5, n_models)[m_of_pair])
+        base_ans = add_emoji(base_ans, np.full(n_prompts, 0.3))
     pair_of_row = m_idx * n_prompts + q_idx
     model_meta = model_ans.iloc[pair_of_row].reset_index(drop=True)
     opponent_meta = base_ans.iloc[q_idx].reset_index(drop=True)
     eta = theta[m_idx]
+    if prompt_sd > 0:
+        eta = eta + rng.normal(0.0, prompt_sd, n_prompts)[q_idx]
     features = None
     if gamma is not None:
         features = style_features(model_meta, opponent_meta, style_groups)
@@ -105,6 +130,7 @@ def simulate_arena(
         theta=pd.Series(theta, index=models),
         gamma=None if gamma is None else np.asarray(gamma, float),
         features=features,
+        true_win_rate=None if gamma is not None else pd.Series(100 * marginal_win_rate(theta, prompt_sd, tie_prob), index=models),
     )
 
 
@@ -117,21 +143,28 @@ def bootstrap_ci_coverage(
     n_bootstrap: int = 200,
     ci: float = 0.95,
     strong_prob: float = 0.3,
+    prompt_sd: float = 0.0,
+    resample: str = "prompt",
 ) -> pd.DataFrame:
-    """Coverage of the leaderboard's prompt-bootstrap CI for the true win rate.
+    """Coverage of the leaderboard's bootstrap CI for the true win rate.
 
     Each run draws fresh true strengths theta ~ N(0, 1), simulates battles against the
     baseline (decisive verdicts, strong ones weighted independently of the winner, so the
-    weighted win rate estimates sigmoid(theta) without bias), and scores them with
-    :func:`arena.stats.ratings.leaderboard`. Returns one row per (run, model): true win rate, CI and
-    whether the CI covers it."""
+    weighted win rate estimates the marginal win probability without bias; a prompt effect of SD
+    ``prompt_sd`` correlates the games of a prompt), and scores them with
+    :func:`arena.stats.ratings.leaderboard` resampling ``resample`` units (``prompt``: the
+    leaderboard's bootstrap; ``game``: games one by one, which ignores the correlation). Returns
+    one row per (run, model): true win rate, CI and whether the CI covers it."""
     from arena.stats.ratings import leaderboard
 
     rows = []
+    # Separate streams: the arenas depend on the seed only, not on how many random numbers the
+    # resampling used, so both resampling units are compared on the same arenas.
+    sim_rng, boot_rng = rng.spawn(2)
     for run in range(n_runs):
-        sim = simulate_arena(rng, n_models, n_prompts, strong_prob=strong_prob)
-        lb = leaderboard(sim.battles, "baseline", n_bootstrap=n_bootstrap, ci=ci, rng=rng).table.set_index("model")
-        truth = 100 * expit(sim.theta)
+        sim = simulate_arena(sim_rng, n_models, n_prompts, strong_prob=strong_prob, prompt_sd=prompt_sd)
+        lb = leaderboard(sim.battles, "baseline", n_bootstrap=n_bootstrap, ci=ci, rng=boot_rng, resample=resample).table.set_index("model")
+        truth = sim.true_win_rate
         for m, t in truth.items():
             lo, hi = lb.loc[m, "lower"], lb.loc[m, "upper"]
             rows.append({"run": run, "model": m, "truth": t, "score": lb.loc[m, "score"], "lower": lo, "upper": hi, "covered": bool(lo <= t <= hi)})
