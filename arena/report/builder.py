@@ -77,6 +77,13 @@ def js_json(value: Any, clean: bool = True) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
+def _v(x: Any) -> Any:
+    """A frame cell as a plain JSON value: pandas writes a missing text or score as NaN."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    return x
+
+
 def write_data_js(path: Path, key: str, value: Any, clean: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"window.BBR_LOAD({js_json(key)},{js_json(value, clean)});\n", encoding="utf-8")
@@ -296,9 +303,9 @@ def build_arena(src: Source, i: int, out: Path, opts: ReportOptions, log: Callab
     models = []
     for k, (model, g) in enumerate(bt.groupby("model", sort=True)):
         rows = [
-            {"q": r.question_id, "j": r.judge, "a": r.model_answer, "v": r.verdict, "s": None if r.score != r.score else float(r.score),
+            {"q": r.question_id, "j": r.judge, "a": _v(r.model_answer), "v": r.verdict, "s": _v(r.score),
              "sd": bool(r.swap_disagree), "jd": bool(r.judges_disagree),
-             "g": [[r.g1_label, r.g1_status, r.g1_judgment, bool(r.g1_reasked)], [r.g2_label, r.g2_status, r.g2_judgment, bool(r.g2_reasked)]]}
+             "g": [[_v(r.g1_label), r.g1_status, _v(r.g1_judgment), bool(r.g1_reasked)], [_v(r.g2_label), r.g2_status, _v(r.g2_judgment), bool(r.g2_reasked)]]}
             for r in g.itertuples(index=False)
         ]
         key = f"b_{i}_{k}"
