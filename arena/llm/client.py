@@ -221,7 +221,11 @@ class LLMClient:
         """
         if self.cache is None or not result.ok:
             return
-        self.cache.reject(result.key, self.scrub(reason))
+        try:
+            self.cache.reject(result.key, self.scrub(reason))
+        except CacheWriteError as exc:  # the disk is full here too: stop like a failed store
+            self._halt(exc)
+            raise
 
     # ----------------------------------------------------------------- dry run
     def estimate(self, requests: Iterable[ChatRequest], *, output_tokens: int | None = None) -> DryRunEstimate:
