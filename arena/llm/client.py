@@ -267,8 +267,10 @@ class LLMClient:
         for API trouble (the result says ``ok=False`` with the error).
 
         Raises :class:`CacheWriteError` when the cache cannot store a reply (disk full,
-        read-only): the reply is lost, so the client stops: this and every later or in-flight
-        ``chat`` raises it and no further request is sent."""
+        read-only), since a reply that is not stored would be paid for again. The client then
+        stops: no further request or retry is sent, replies already on their way are stored
+        (into the cache's reserve) before the error reaches any caller, and this and every
+        later ``chat`` raises it."""
         try:
             return await self._chat(req)
         except CacheWriteError:
@@ -326,7 +328,8 @@ class LLMClient:
                     # Our own halt cancelled the attempt: report why; a cancel from outside
                     # (the caller gave up) stays a cancel.
                     me = asyncio.current_task()
-                    if self._halted is not None and not (me is not None and me.cancelling()):
+                    outside = bool(getattr(me, "cancelling", lambda: 0)())  # Task.cancelling: 3.11+
+                    if self._halted is not None and not outside:
                         raise self._halted from None
                     raise
                 except _Retryable as exc:
