@@ -430,3 +430,23 @@ def test_cache_reserve_is_freed_on_close_and_after_a_killed_process(tmp_path):
     assert stale not in reserves and len(reserves) == 1 and reserves[0].stat().st_size > 0
     cache.close()
     assert not list(tmp_path.glob("cache.sqlite-reserve.*"))
+
+
+def test_without_a_reserve_the_client_stops_sending_at_the_first_unstorable_reply(fake_server, tmp_path, tmpfs, monkeypatch):
+    import arena.llm.cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "RESERVE_MAX_BYTES", 0)  # the worst case: nothing held back
+    srv = fake_server({"latency": 0.02})
+    disk = tmpfs("tiny", size="256k")
+    client = _client([_ep(srv)], disk / "cache.sqlite")
+    with pytest.raises(cache_mod.CacheWriteError) as info:
+        _run(client, _reqs(400))
+    assert info.value.reason == "disk full" and not info.value.stored
+    st, stored = srv.stats(), _cache_rows(disk / "cache.sqlite").get("ok", 0)
+    print(f"no reserve: server answered {st['ok']} (hits {st['hits']}), cache holds {stored}")
+    # Only the replies already on their way (at most max_concurrency=8) can be lost, and the
+    # client sends nothing more: not even to a fresh request.
+    assert 0 < stored < 400 and st["hits"] <= stored + 8
+    with pytest.raises(cache_mod.CacheWriteError):
+        _run(client, _reqs(1))
+    assert srv.stats()["hits"] == st["hits"]
