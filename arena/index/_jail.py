@@ -25,6 +25,7 @@ import ctypes
 import json
 import os
 import resource
+import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
@@ -231,9 +232,10 @@ def main() -> None:
                 os.write(status_fd, (json.dumps({"setup_error": repr(exc)}) + "\n").encode())
             finally:
                 os._exit(EXIT_SETUP)
-    # The parent stops an overlong run by killing this init (its host pid is on the status fd),
-    # so this process lives on to reap the namespace.
-    os.write(status_fd, (json.dumps({"init_pid": pid}) + "\n").encode())
+    # The parent stops an overlong run with SIGTERM to this process, which kills the init and
+    # lives on to reap the namespace. Only we may kill it by pid: until we reap it, its pid
+    # cannot be reused.
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGKILL))
     _, status, usage = os.wait4(pid, 0)
     while True:  # the kernel has SIGKILLed the rest of the namespace: reap it
         try:

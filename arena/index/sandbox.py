@@ -24,6 +24,7 @@ Containment, in layers (each recorded in :attr:`SandboxResult.isolation`):
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
@@ -105,7 +106,12 @@ def _hidden_dirs() -> list[str]:
 class Sandbox:
     """Run Python programs contained; ``run`` for one, ``run_many`` for a parallel batch.
 
-    ``workers`` parallel slots; as root slot ``i`` runs as uid ``base_uid + i``.
+    ``workers`` parallel slots; as root slot ``i`` runs as uid ``base_uid + i`` (and a
+    second process of that slot, a test harness, as ``base_uid + 1000 + i``). ``base_uid``
+    is where the search for a free block of :data:`UID_BLOCK` uids starts: each Sandbox
+    holds an exclusive lock on its block for its lifetime, so two Sandboxes (in one
+    process or in two arena processes on one host) never share a uid and never kill each
+    other's programs when they sweep their uids.
     ``network=False`` (default) puts the program in an empty network namespace.
     """
 
@@ -123,7 +129,7 @@ class Sandbox:
         self.workers = max(1, workers)
         self.python = python or sys.executable
         self.network = network
-        self.base_uid = base_uid
+        self.base_uid, self._uid_lock = _claim_uid_block(base_uid, workers=self.workers) if os.geteuid() == 0 else (base_uid, None)
         self.env = dict(SAFE_ENV if env is None else env)
         self._root = os.geteuid() == 0
         self._slots: queue.Queue[int] = queue.Queue()
@@ -231,6 +237,27 @@ class Sandbox:
             return list(pool.map(one, range(len(jobs))))
 
 
+UID_BLOCK = 2048
+
+
+def _claim_uid_block(start: int, *, workers: int, tries: int = 256) -> tuple[int, object]:
+    """The first block of UID_BLOCK uids from ``start`` that no other live Sandbox holds,
+    and the open lock file that holds it (released when closed, or when the process dies)."""
+    if workers > UID_BLOCK // 2:
+        raise ValueError(f"at most {UID_BLOCK // 2} sandbox workers")
+    lock_dir = Path(tempfile.gettempdir())
+    for k in range(tries):
+        base = start + k * UID_BLOCK
+        f = open(lock_dir / f"arena-sandbox-uids-{base}.lock", "a+b")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            continue
+        return base, f
+    raise RuntimeError(f"no free block of sandbox uids from {start} ({tries} blocks held)")
+
+
 @dataclass
 class LiveRun:
     """A started sandbox run; :meth:`finish` kills what is left and collects the result."""
@@ -246,28 +273,19 @@ class LiveRun:
     status_raw: bytes = b""
     output_cap: int | None = None
 
-    def _read_status(self, *, block: bool) -> None:
-        os.set_blocking(self.status_fd, block)
-        try:
-            while chunk := os.read(self.status_fd, 1 << 16):
-                self.status_raw += chunk
-        except BlockingIOError:
-            pass
-        finally:
-            os.set_blocking(self.status_fd, True)
+    def _read_status(self) -> None:
+        while chunk := os.read(self.status_fd, 1 << 16):
+            self.status_raw += chunk
 
     def kill(self) -> None:
-        """Kill the namespace's init first, so the jail lives to reap every process in it
-        (nothing is left for the host's init); then the whole session, whatever is left."""
+        """Have the jail kill the namespace's init first, so it lives to reap every process
+        in it (nothing is left for the host's init); then the whole session, whatever is left."""
         if self.proc.poll() is None:
-            self._read_status(block=False)
-            init = next((json.loads(line)["init_pid"] for line in self.status_raw.splitlines() if b'"init_pid"' in line), None)
-            if init is not None:
-                try:
-                    os.kill(init, signal.SIGKILL)
-                    self.proc.wait(timeout=2)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    pass
+            try:  # the jail kills its init on SIGTERM (see _jail.py)
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(timeout=2)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -300,7 +318,7 @@ class LiveRun:
             if self.run_uid is not None:
                 _sweep_uid(self.run_uid)
             wall = time.perf_counter() - self.t0
-            self._read_status(block=True)
+            self._read_status()
             os.close(self.status_fd)
             raw = self.status_raw
             status: dict = {"isolation": {}, "exit": None, "signal": signal.SIGKILL}

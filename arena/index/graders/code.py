@@ -219,7 +219,7 @@ class CodeGrade:
 
 def _run_summary(res: SandboxResult, role: str) -> dict:
     return {"role": role, "status": res.status, "exit": res.returncode, "signal": res.signal,
-            "wall_seconds": round(res.wall_seconds, 3), "isolation": res.isolation}
+            "wall_seconds": round(res.wall_seconds, 3), "isolation": res.isolation, "stderr_tail": res.stderr[-300:]}
 
 
 def _failure_status(res: SandboxResult, fallback: str) -> str:
@@ -636,7 +636,9 @@ def _harnessed(sandbox: Sandbox, solution_src: str, prelude: str, harness_cfg: d
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     open_fds.discard(fd)
-                    if fd == sol_out.fileno():
+                    if fd == har_out.fileno():
+                        problem = "the harness exited without a verdict"
+                    elif fd == sol_out.fileno():
                         # The solution is gone: the harness's next read sees EOF and fails.
                         _close(har.proc.stdin)
                         if names is None:
