@@ -171,3 +171,20 @@ def test_extract_code_and_lcb_harnesses(sandbox):
     assert grade_lcb(sandbox, fn, tests, testtype="functional", fn_name="twoSum").passed
     wrong = fn.replace("return [seen[target - x], i]", "return [i, seen[target - x]]")
     assert grade_lcb(sandbox, wrong, tests, testtype="functional", fn_name="twoSum").status == "wrong_answer"
+
+
+def test_two_sandboxes_never_share_uids_nor_kill_each_others_runs():
+    if os.geteuid() != 0:
+        pytest.skip("per-slot uids are used only as root")
+    from arena.index.sandbox import UID_BLOCK
+
+    limits = SandboxLimits(cpu_seconds=5, wall_seconds=10)
+    a, b = Sandbox(limits, workers=1), Sandbox(limits, workers=1)
+    assert abs(a.base_uid - b.base_uid) >= UID_BLOCK
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(a.run, "import time\ntime.sleep(2)\nprint('alive')\n")
+        others = [b.run("print(1)") for _ in range(4)]  # each ends with a sweep of b's uid
+        r = slow.result()
+    assert [o.stdout for o in others] == ["1\n"] * 4
+    assert r.passed and r.stdout == "alive\n", (r.status, r.stderr)
+    assert r.isolation["uid"] != others[0].isolation["uid"]
