@@ -50,18 +50,17 @@ _OPS = {"≫": ">>", "≪": "<<"}
 
 # Regions whose labels are quotations. Quotes do not cross a blank line, so one stray mark cannot
 # swallow the rest of a judgment; single quotes count only as quotes (not apostrophes: "B's").
+# No pattern scans past the next opening mark of its kind, which keeps every one linear.
 _QUOTE_RES = [
     re.compile(r"`[^`\n]+`"),
-    # the judge echoing the template's answer blocks
-    re.compile(r"<\|The Start of Assistant [AB]'s Answer\|>.*?<\|The End of Assistant [AB]'s Answer\|>", re.S),
     re.compile(r"^[ \t]*>.*$", re.M),
     re.compile(r"\"(?:[^\"\n]|\n(?![ \t]*\n))*\""),
-    re.compile(r"“(?:[^”\n]|\n(?![ \t]*\n))*”"),
-    re.compile(r"„(?:[^“”\n]|\n(?![ \t]*\n))*[“”]"),
-    re.compile(r"«[^»]*»"),
-    re.compile(r"「[^」]*」"),
-    re.compile(r"『[^』]*』"),
-    re.compile(r"(?<![\w])'(?:[^'\n]|'(?=\w))*'(?![\w])"),
+    re.compile(r"“(?:[^“”\n]|\n(?![ \t]*\n))*”"),
+    re.compile(r"„(?:[^„“”\n]|\n(?![ \t]*\n))*[“”]"),
+    re.compile(r"«[^«»]*»"),
+    re.compile(r"「[^「」]*」"),
+    re.compile(r"『[^『』]*』"),
+    re.compile(r"(?<![\w])'(?:[^'\n]|(?<=\w)'(?=\w))*'(?![\w])"),
 ]
 # Words that report what someone else wrote: a label after them is a quotation or paraphrase.
 _ATTRIBUTION_RE = re.compile(
@@ -79,6 +78,7 @@ _VERDICT_WORDS = frozenset(
     "than after considering weighing everything all above based on evaluation of given this".split()
 )
 _LABEL_ONLY_RE = re.compile(r"[\"'“„«「『`]\s*" + LABEL_RE.pattern + r"\s*[.!]?\s*[\"'”“»」』`]")
+_ECHO_RE = re.compile(r"<\|The (Start|End) of Assistant [AB]'s Answer\|>")
 _FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})")
 _WORD_RE = re.compile(r"[^\W\d_]+")
 _CUE_RE = re.compile(r"\b(verdict|final)\b", re.I)
@@ -213,7 +213,20 @@ def _quoted_spans(text: str) -> list[tuple[int, int]]:
     # A quote holding nothing but a label is the judge's emphasis (My final verdict is: "[[B>A]]");
     # a quoted label from an answer comes with its attribution, which rule 2 sets aside.
     spans = [(m.start(), m.end()) for rx in _QUOTE_RES for m in rx.finditer(text) if not _LABEL_ONLY_RE.fullmatch(m.group(0))]
-    return spans + _fences(text)
+    return spans + _fences(text) + _echoed_answers(text)
+
+
+def _echoed_answers(text: str) -> list[tuple[int, int]]:
+    """The judge echoing the template's answer blocks: each Start marker up to the next End marker."""
+    out: list[tuple[int, int]] = []
+    start = -1
+    for m in _ECHO_RE.finditer(text):
+        if m.group(1) == "Start":
+            start = m.start() if start < 0 else start
+        elif start >= 0:
+            out.append((start, m.end()))
+            start = -1
+    return out
 
 
 def _fences(text: str) -> list[tuple[int, int]]:

@@ -165,6 +165,10 @@ def _fw(label: str, rng: np.random.Generator) -> str:
     "```x\n" * 5000 + "My final verdict is: [[B>A]]",  # unclosed fences: a regex took 17 s here
     "[[A>B]] " * 20000 + "\nMy final verdict is: [[B>A]]",
     "My final verdict is: [[A>B]]\n" * 5000 + "\nMy final verdict is: [[B>A]]",
+    "<|The Start of Assistant A's Answer|>\n" * 5000 + "\nMy final verdict is: [[B>A]]",  # unclosed echoes
+    "« x " * 20000 + "\nMy final verdict is: [[B>A]]",  # unclosed quotation marks of each kind
+    "“ x " * 20000 + "\nMy final verdict is: [[B>A]]",
+    " 'x" * 30000 + "\nMy final verdict is: [[B>A]]",
 ])
 def test_hostile_sizes_parse_in_linear_time(judgment):
     import time
