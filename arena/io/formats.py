@@ -92,7 +92,7 @@ class Game:
     user_prompt: str | None
     judgment: str | None
     score: str | None  # one of VERDICT_LABELS, or None when unparsed/failed
-    status: str = "ok"  # ok | unparsed | conflict | failed
+    status: str = "ok"  # ok | reasked (verdict from the re-ask) | unparsed | conflict | failed
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_v01(self) -> dict[str, Any]:
