@@ -315,18 +315,20 @@ class LiveRun:
                     except OSError:
                         pass
             self.proc.wait()
-            if self.run_uid is not None:
-                _sweep_uid(self.run_uid)
-            wall = time.perf_counter() - self.t0
             self._read_status()
             os.close(self.status_fd)
-            raw = self.status_raw
             status: dict = {"isolation": {}, "exit": None, "signal": signal.SIGKILL}
-            for line in raw.decode("utf-8", errors="replace").splitlines():
+            for line in self.status_raw.decode("utf-8", errors="replace").splitlines():
                 try:
                     status.update(json.loads(line))
                 except ValueError:
                     continue
+            # The jail reports last, after reaping its whole PID namespace: then nothing of
+            # the run can be left. Otherwise kill whatever still runs under the slot's uid.
+            reaped = status["isolation"].get("pid_ns") and "cpu_seconds" in status
+            if self.run_uid is not None and not reaped:
+                _sweep_uid(self.run_uid)
+            wall = time.perf_counter() - self.t0
             out = self.outer / "stdout"
             stdout = _read_capped(out, self.output_cap or lim.max_output_bytes) if out.exists() else ""
             stderr = _read_capped(self.outer / "stderr", lim.max_output_bytes)
