@@ -257,3 +257,19 @@ def test_leaderboard_files_carry_rank_columns(tmp_path):
     csv = pd.read_csv(tmp_path / "lb.csv", keep_default_na=False)
     assert csv["tied_with"].tolist() == [";".join(t) for t in lb.table["tied_with"]]
     assert csv["rank_upper"].tolist() == lb.table["rank_upper"].tolist()
+
+
+def test_undefeated_model_in_general_bt_converges_instead_of_stalling():
+    # 'a' wins every game: its MLE is infinite, its curvature vanishes as e^-theta. Without the
+    # Jacobi scaling of the Newton system the solver took that direction for flat, stopped moving
+    # 'a' and raised "did not converge" after 100 steps.
+    rows = []
+    for q in range(30):
+        rows.append((f"q{q}", "a", "base", "j", None, 1, None, "ok", 1.0, 3.0))
+        rows.append((f"q{q}", "b", "base", "j", None, 1, None, "ok", float(q % 2), 1.0))
+        rows.append((f"q{q}", "a", "b", "j", None, 1, None, "ok", 1.0, 1.0))
+    lb = leaderboard(pd.DataFrame(rows, columns=BATTLE_COLUMNS), "base", n_bootstrap=50, rng=np.random.default_rng(0))
+    t = lb.table.set_index("model")
+    assert t.loc["a", "score"] == pytest.approx(100.0, abs=1e-6) and t.loc["a", "lower"] == pytest.approx(100.0, abs=1e-6)
+    assert t.loc["b", "score"] == pytest.approx(50.0, abs=1e-6)
+    assert (t.loc["a", "rank"], t.loc["a", "tied_with"]) == (1, [])

@@ -208,7 +208,15 @@ def fit_bradley_terry(
 
 def _newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     """Batched Newton direction -H^-1 g: Cholesky where H is safely positive definite, else
-    :func:`_pinv_solve` for the replicates that are not."""
+    :func:`_pinv_solve` for the replicates that are not.
+
+    H is first scaled to unit diagonal (Jacobi; the exact Newton direction is unchanged): an
+    item that wins (or loses) nearly every game has curvature ~e^-|theta|, which unscaled looks
+    like a flat direction, so the pseudo-inverse would drop its step and its strength would stall
+    short of the gradient tolerance instead of growing towards its infinite MLE."""
+    sc = 1.0 / np.sqrt(np.einsum("rkk->rk", H))  # the caller pins empty diagonals to 1
+    H = H * sc[:, :, None] * sc[:, None, :]
+    g = g * sc
     step = np.empty_like(g)
     try:
         L = np.linalg.cholesky(H)
@@ -221,7 +229,7 @@ def _newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
         step[ok] = -np.linalg.solve(H[ok], g[ok][..., None])[..., 0]
     if not ok.all():
         step[~ok] = -_pinv_solve(H[~ok], g[~ok])
-    return step
+    return step * sc
 
 
 def _pinv_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
