@@ -15,8 +15,9 @@ Containment, in layers (each recorded in :attr:`SandboxResult.isolation`):
   where the kernel allows it, and without namespaces the run still has the limits below;
 * ``resource.setrlimit``: CPU seconds, address space (memory), processes, file size,
   open files, no core dumps;
-* as root, each parallel worker slot runs under its own unprivileged uid, so ``RLIMIT_NPROC``
-  is enforced (root ignores it) and nothing owned by root is readable or writable
+* as root, each parallel worker slot runs under its own unprivileged uid (from a block of
+  uids each Sandbox locks for itself, so two arena processes never share one), so
+  ``RLIMIT_NPROC`` is enforced (root ignores it) and nothing owned by root is readable or writable
   (without root the process limit counts all the invoking user's processes — documented);
 * an environment rebuilt from scratch (no API keys, no proxies), a fresh temporary work
   directory, and a wall-clock timeout after which the whole process group is killed.
