@@ -15,6 +15,7 @@ reason: it is still served on resume (it was paid for), and ``--retry-failed`` r
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -50,6 +51,7 @@ CREATE INDEX IF NOT EXISTS responses_status ON responses(status);
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
+@functools.lru_cache(maxsize=256)  # called for every request; a run has a handful of URLs
 def normalise_base_url(url: str | None) -> str:
     """One spelling per server: lower-case scheme and host, default ports and trailing
     slashes dropped; ``None`` is the SDK's default (OpenAI)."""
