@@ -5,7 +5,7 @@ Nothing here calls a model. ``leaderboard`` goes through the same functions as `
 (:mod:`arena.report`) is built from these frames too.
 
     >>> from arena import api
-    >>> lb = api.leaderboard("runs/quickstart/model_judgment", baseline="gpt-4-0314")
+    >>> lb = api.leaderboard("runs/quickstart/model_judgment", baseline="smollm2-brief")
     >>> b = api.battles("runs/quickstart/model_judgment", baseline="gpt-4-0314")
 """
 
@@ -130,7 +130,8 @@ def battle_table(judgments, baseline: str, answers: dict, questions: dict, *, st
         row = {
             "judge": j.judge, "model": j.model, "baseline": base, "question_id": j.question_id,
             "category": j.category or (q.category if q else None),
-            "prompt": q.prompt if q else None,
+            # Without a question file, the first game's prompt (AlpacaEval imports keep the instruction there).
+            "prompt": q.prompt if q else (j.games[0].user_prompt if j.games else None),
             "model_answer": ma.text if ma else None, "baseline_answer": ba.text if ba else None,
         }
         sw = wsum = 0.0

@@ -348,6 +348,9 @@ def _judge_audit(judgments, baseline: str, answers: dict, opts: ReportOptions, l
         try:
             slopes, bins = length_bias(b[ok].reset_index(drop=True), ml[ok].to_numpy(float), ol[ok].to_numpy(float),
                                        n_bootstrap=min(opts.n_bootstrap, 100), ci=opts.ci, rng=np.random.default_rng(opts.seed))
+            if "len_diff_bin" in bins.columns:  # "(lo, hi]" -> its midpoint, a numeric x for the plot
+                ends = bins["len_diff_bin"].astype(str).str.extract(r"([-\d.eE+]+),\s*([-\d.eE+]+)").astype(float)
+                bins = bins.assign(len_diff_mid=ends.mean(axis=1))
             out["length_slopes"], out["length_bins"] = records(slopes), records(bins)
         except (ValueError, np.linalg.LinAlgError) as exc:
             log(f"  length bias skipped: {exc}")

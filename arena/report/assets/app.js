@@ -449,10 +449,10 @@
     if (J.length_bins) {
       main.appendChild(el("h2", { text: "Length bias" }));
       var by = {}; J.length_bins.forEach(function (r) { (by[r.judge] = by[r.judge] || []).push(r); });
-      var xk = "len_diff_bin", yk = "win_rate";
+      var xk = "len_diff_mid" in J.length_bins[0] ? "len_diff_mid" : "len_diff_bin", yk = "win_rate";
       plot(main, el("div", { cls: "plot", id: "length-plot" }), Object.keys(by).map(function (j) {
         return { type: "scatter", mode: "lines+markers", name: pt(j), x: by[j].map(function (r) { return r[xk]; }), y: by[j].map(function (r) { return r[yk]; }) };
-      }), { xaxis: { title: "normalised length difference (model − opponent), quantile bins", type: "category" }, yaxis: { title: "model win rate" }, height: 340 });
+      }), { xaxis: { title: "normalised length difference (model − opponent), midpoint of each quantile bin" }, yaxis: { title: "model win rate" }, height: 340 });
       if (J.length_slopes) main.appendChild(table(Object.keys(J.length_slopes[0] || {}).map(function (k) { return { label: k, key: k, digits: 3 }; }), J.length_slopes));
     }
     if (J.kappa && J.kappa.length) {
