@@ -10,6 +10,7 @@ redone only with ``retry_failed``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from arena.errors import InputError
 from arena.index.datasets import EvalItem
+from arena.index.graders.choice import FALLBACK_PATTERNS
 from arena.index.graders.math import MathScriptGrader
 from arena.index.prompts import Prompt
 from arena.index.sandbox import Sandbox
@@ -139,6 +141,17 @@ def load_config(path: str | Path, *, trust_remote_code: bool = False) -> IndexCo
             problem = task.check_source(src)
             if problem:
                 raise InputError(f"{problem}: {src}", path=str(path), field=f"evals.{name}.source")
+        for lang in entry.languages or ():
+            if lang not in task.languages_supported:
+                raise InputError(f"unknown language {lang!r}{suggest(lang, task.languages_supported)}; known: "
+                                 f"{', '.join(task.languages_supported)}", path=str(path), field=f"evals.{name}.languages")
+        for fb in entry.fallbacks or ():
+            if fb not in FALLBACK_PATTERNS:
+                try:
+                    re.compile(fb)
+                except re.error as exc:
+                    raise InputError(f"{fb!r} is neither a named fallback ({', '.join(FALLBACK_PATTERNS)}) nor a regex ({exc})",
+                                     path=str(path), field=f"evals.{name}.fallbacks") from None
         targets = None
         if entry.targets:
             targets = str((base / entry.targets).resolve())

@@ -44,6 +44,11 @@ CONFIG_CASES = [
     ("model-missing", {"model": None}, ": field 'model': Field required"),
     ("model-unknown", {"model": "mm"}, ": field 'model': unknown endpoint 'mm' (did you mean 'm'?)"),
     ("max-tokens-wrong-type", {"max_tokens": [1]}, ": field 'max_tokens': Input should be a valid integer"),
+    ("unknown-language", {"evals": {"mgsm": {"source": "m_{lang}.tsv", "languages": ["en", "de", "pt"]}}},
+     ": field 'evals.mgsm.languages': unknown language 'pt'; known: en, bn, de, es, fr, ja, ru, sw, te, th, zh"),
+    ("bad-fallback-regex", {"evals": {"gpqa_diamond": {"fallbacks": ["answer_is", "(unclosed"]}}},
+     ": field 'evals.gpqa_diamond.fallbacks': '(unclosed' is neither a named fallback (answer_is, answer_is_loose, "
+     "multilingual_answer, last_line_letter) nor a regex (missing ), unterminated subpattern at position 0)"),
     ("source-missing", {"evals": {"math500": {"source": "nope.jsonl"}}},
      ": field 'evals.math500.source': no such file or directory: {tmp}/nope.jsonl"),
 ]

@@ -84,6 +84,7 @@ class EvalTask:
     options: ClassVar[frozenset[str]] = frozenset()
     """Config keys this eval accepts beyond ``source``, ``repeats`` and ``limit``."""
     default_languages: ClassVar[tuple[str, ...]] = ()
+    languages_supported: ClassVar[tuple[str, ...]] = ()
     id_field: ClassVar[str] = "id"
     """The dataset field that names a sample (for duplicate-id errors)."""
 

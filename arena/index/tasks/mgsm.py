@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from arena.errors import InputError
 from arena.index.datasets import EvalItem, get_field, read_mgsm_tsv
-from arena.index.graders.mgsm import extract_number, score_number
+from arena.index.graders.mgsm import ANSWER_PREFIX, extract_number, score_number
 from arena.index.prompts import Prompt
 from arena.index.tasks.base import MULTILINGUAL_LANGUAGES, EvalTask, GradeContext, PerLanguage, Sample, Score
 from arena.prompts import load_template
@@ -24,6 +24,7 @@ class MGSM(PerLanguage, EvalTask):
     hub = {"path": "juletxara/mgsm", "split": "test"}
     options = frozenset({"languages"})
     default_languages = MULTILINGUAL_LANGUAGES
+    languages_supported = tuple(ANSWER_PREFIX)
 
     def hub_config(self, language):
         return language or "en"

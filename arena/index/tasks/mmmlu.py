@@ -18,6 +18,7 @@ class MMMLU(PerLanguage, MultipleChoiceTask):
     fallbacks = ("multilingual_answer",)
     options = frozenset({"fallbacks", "languages"})
     default_languages = MULTILINGUAL_LANGUAGES
+    languages_supported = ("en", *MMMLU_CONFIGS)
     id_field = "Unnamed: 0"
 
     def hub_config(self, language):
