@@ -139,10 +139,14 @@ def leaderboard(
         models, point, reps = _general_bt(battles, baseline, boot)
         method = "bradley-terry"
     lower, upper = percentile_interval(reps, ci) if len(reps) else (np.full(len(models), np.nan),) * 2
-    stats = battles.assign(parsed=parsed).groupby("model").agg(n_battles=("parsed", "sum"), n_games=("parsed", "size"))
+    # Game counts by integer codes: a pandas groupby on string columns costs more than the fit.
+    code = pd.Index(models).get_indexer(battles["model"].to_numpy(object))
+    ok = code >= 0
+    n_parsed = np.bincount(code[ok], parsed[ok], len(models)).astype(int)
+    n_games = np.bincount(code[ok], minlength=len(models))
     table = pd.DataFrame({"model": models, "score": 100 * point, "lower": 100 * lower, "upper": 100 * upper})
-    table["n_battles"] = stats["n_battles"].reindex(models).fillna(0).astype(int).to_numpy()
-    table["n_unparsed"] = (stats["n_games"] - stats["n_battles"]).reindex(models).fillna(0).astype(int).to_numpy()
+    table["n_battles"] = n_parsed
+    table["n_unparsed"] = n_games - n_parsed
     if baseline not in set(models):
         vs_base = battles["opponent"] == baseline
         n_base = int((parsed & vs_base.to_numpy()).sum())
@@ -159,10 +163,15 @@ def with_ranks(table: pd.DataFrame, replicates: pd.DataFrame, baseline: str, ci:
     :func:`arena.stats.ranks.rank_intervals` after ``upper``. The baseline, absent from the
     replicates, scores 50 in every replicate (its win rate against itself)."""
     names = table["model"].tolist()
-    reps = replicates.reindex(columns=names)
-    if baseline in names and baseline not in replicates.columns:
-        reps[baseline] = 50.0
-    ranks = rank_intervals(names, table["score"].to_numpy(float), reps.to_numpy(float), ci)
+    col_of = {m: k for k, m in enumerate(replicates.columns)}
+    src = replicates.to_numpy(float)
+    reps = np.full((len(src), len(names)), np.nan)
+    for k, m in enumerate(names):
+        if m in col_of:
+            reps[:, k] = src[:, col_of[m]]
+        elif m == baseline:
+            reps[:, k] = 50.0
+    ranks = rank_intervals(names, table["score"].to_numpy(float), reps, ci)
     out = table.drop(columns=[c for c in RANK_COLUMNS if c in table.columns])
     at = list(out.columns).index("upper") + 1 if "upper" in out.columns else len(out.columns)
     for k, col in enumerate(RANK_COLUMNS):
