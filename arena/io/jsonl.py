@@ -289,19 +289,32 @@ class JsonlAppender:
         self.written = 0
 
     def append(self, record: Mapping[str, Any]) -> None:
-        self._fh.write(dumps(record) + "\n")
-        self._fh.flush()
-        if self.fsync == "record":
-            os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(dumps(record) + "\n")
+            self._fh.flush()
+            if self.fsync == "record":
+                os.fsync(self._fh.fileno())
+        except OSError as exc:  # a full disk: the one-line error must name the file
+            exc.filename = exc.filename or str(self.path)
+            raise
         self.written += 1
 
     def close(self) -> None:
         if self._fh.closed:
             return
-        self._fh.flush()
-        if self.fsync != "never" and self.written:
-            os.fsync(self._fh.fileno())
-        self._fh.close()
+        try:
+            self._fh.flush()
+            if self.fsync != "never" and self.written:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            exc.filename = exc.filename or str(self.path)
+            raise
+        finally:
+            if not self._fh.closed:
+                try:
+                    self._fh.close()
+                except OSError:
+                    pass  # the flush above already failed and said why
 
     def __enter__(self) -> "JsonlAppender":
         return self
