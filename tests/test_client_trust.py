@@ -450,3 +450,20 @@ def test_without_a_reserve_the_client_stops_sending_at_the_first_unstorable_repl
     with pytest.raises(cache_mod.CacheWriteError):
         _run(client, _reqs(1))
     assert srv.stats()["hits"] == st["hits"]
+
+
+def test_full_output_folder_is_one_line_and_the_resume_repays_nothing(fake_server, tmp_path, tmpfs):
+    srv = fake_server({"latency": 0.01})
+    out = tmpfs("out", size="64k")
+    cfg = _answers_config(tmp_path, srv.url, tmp_path / "cache.sqlite", n=400)
+    cfg.write_text(cfg.read_text().replace(str(tmp_path / "run"), str(out / "run")))
+    res = _arena("answers", "--config", str(cfg))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {out / 'run'}") and last.endswith(": disk full (ENOSPC)")
+    answered = srv.stats()["ok"]
+    assert answered < 400 and _cache_rows(tmp_path / "cache.sqlite")["ok"] == answered  # all paid replies kept
+    subprocess.run(["mount", "-o", "remount,size=8m", str(out)], check=True)
+    again = _arena("answers", "--config", str(cfg))
+    assert again.returncode == 0, again.stderr
+    assert srv.stats()["ok_repeated"] == 0 and srv.stats()["ok"] == 400
