@@ -10,14 +10,15 @@ Rules (``parse_verdict``), on text normalised with NFKC (fullwidth ``ï¼ž``, ``ï¼
 characters (zero-width spaces, bidi marks) removed and labels read case-insensitively; equivalent
 spellings are one label (``B<A`` is ``A>B``, ``B=A`` is ``A=B``):
 
-1. Quoted regions are masked: fenced and inline code, blockquote lines, text inside quotation
-   marks, and a label line copied together with a neighbouring line from a judged text (the
-   judge reproducing a stretch of an answer). Labels there are quotations, never verdicts.
+1. Quoted regions are masked: closed code fences, inline code, blockquote lines, text inside
+   quotation marks (a quote holding only a label is the judge's own emphasis), echoed template
+   answer blocks, and a label line copied together with a neighbouring line from a judged text
+   (the judge reproducing a stretch of an answer). Labels there are quotations, never verdicts.
 2. A remaining label is a *verdict line* when the words before it on its line state a verdict
    rather than report one: no attribution words ("wrote", "says", "ends with", "asks", ...), and,
    when the same label occurs in a judged text (so the line could be a copy), only verdict
-   vocabulary ("my final verdict is that Assistant B is slightly better:"). Labels elsewhere in
-   the prose are never taken.
+   vocabulary ("my final verdict is that Assistant B is slightly better:") and no introduction
+   on the line before ("Assistant A concludes:"). Labels elsewhere in the prose are never taken.
 3. The last verdict line is the judge's verdict when every verdict line agrees. Presence of the
    same label in an answer does not discard it: a spoofing answer that lists every label cannot
    nullify the judge.
@@ -29,6 +30,10 @@ Conflict and missing are not guessed: the judge stage re-asks in a short turn th
 its own judgment and asks for one label (``parse_reask`` reads the reply, JSON ``{"verdict": ...}``
 from a ``response_format`` json_schema or a label line from a llama.cpp grammar, both set through
 ``judge.reask_params``). See ``arena/judge.py`` for the game statuses this produces.
+
+Known limit: a judge that ends by copying an answer's verdict line verbatim, on a line of its own,
+unintroduced and with no verdict of its own anywhere, cannot be told from its own verdict by text.
+Measured on ``tests/attacks/verdicts``: 0 wrong labels in 27 cases (20 direct, 7 re-asked).
 """
 
 from __future__ import annotations
