@@ -6,7 +6,7 @@ Nothing here calls a model. ``leaderboard`` goes through the same functions as `
 
     >>> from arena import api
     >>> lb = api.leaderboard("runs/quickstart/model_judgment", baseline="smollm2-brief")
-    >>> b = api.battles("runs/quickstart/model_judgment", baseline="gpt-4-0314")
+    >>> b = api.battles("runs/quickstart/model_judgment", baseline="smollm2-brief")
 """
 
 from __future__ import annotations

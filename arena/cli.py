@@ -44,7 +44,8 @@ def fail(exc: Exception) -> None:
 def df_table(df, title: str | None = None, floats: str = "{:.2f}") -> Table:
     t = Table(title=title)
     for c in df.columns:
-        t.add_column(str(c), justify="right" if df[c].dtype.kind in "if" else "left")
+        # overflow="fold": a long model name wraps onto more lines, never cut with an ellipsis
+        t.add_column(str(c), justify="right" if df[c].dtype.kind in "if" else "left", overflow="fold")
     for row in df.itertuples(index=False):
         t.add_row(*[floats.format(v) if isinstance(v, float) else str(v) for v in row])
     return t

@@ -95,3 +95,17 @@ def test_judge_audit_and_index_and_curation(tmp_path: Path):
     topics = api.curation_topics(cur)
     assert topics["size"].sum() == 30 and set(topics["label"]) == {"coding", "writing", "science"}
     assert topics["mean_score"].between(0, 7).all()
+
+
+def test_terminal_leaderboard_never_cuts_a_model_name():
+    from rich.console import Console
+
+    from arena.cli import df_table
+
+    name = "krikri-annealing-sft-stage2-dpo_max-length-norm-dpo-fixes-length-norm"
+    con = Console(width=60, record=True, force_terminal=False)
+    con.print(df_table(pd.DataFrame({"model": [name], "score": [1.0], "lower": [0.5], "upper": [2.0]})))
+    text = con.export_text()
+    assert "…" not in text
+    cells = "".join(line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│"))
+    assert cells == name
