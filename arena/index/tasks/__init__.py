@@ -31,7 +31,9 @@ REGISTRY: dict[str, str] = {
 
 def suggest(name: str, known) -> str:
     """`` (did you mean 'x'?)`` for the closest known name, or ``""``."""
-    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    known = list(known)
+    # difflib misses a short prefix of a long name ('gpqa' -> 'gpqa_diamond'); try that second.
+    close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6) or [k for k in known if str(name) and k.startswith(str(name))][:1]
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
