@@ -148,13 +148,14 @@ def _do_judge(cfg, client, dry_run: bool, retry_failed: bool):
     j = cfg.judge
     if dry_run:
         answers = answers_by_model(cfg.answer_dir, [j.baseline, *models])
-        return estimate_judging(client, j.endpoint, tpl, questions, answers, models, j.baseline, j.params)
+        return estimate_judging(client, j.endpoint, tpl, questions, answers, models, j.baseline, j.judge_params())
     answers = load_judge_answers(questions, cfg.answer_dir, models, j.baseline)
     client.check_keys([j.endpoint])
     with progress_bar(len(questions) * len(models), f"judge ({j.endpoint})") as tick:
         reports = asyncio.run(_with_close(client, judge_models(
             client, j.endpoint, tpl, questions, answers, models, j.baseline, cfg.judgment_dir(),
-            params=j.params, reask=j.reask, reask_params=j.reask_params, retry_failed=retry_failed, on_progress=tick,
+            params=j.judge_params(), reask=j.reask, reask_params=j.reask_params, retry_failed=retry_failed, on_progress=tick,
+            repeat_plan=j.repeat_plan(),
             notice=lambda line: console.print(line, markup=False, highlight=False),
         )))
     for r in reports:
@@ -190,6 +191,11 @@ def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, c
     unparsed = int(lb.table["n_unparsed"].sum())
     if unparsed:
         console.print(f"[yellow]{unparsed} games had no usable verdict or failed; they are counted in n_unparsed and left out of the scores.[/]")
+    from arena.soft_verdicts import soft_share
+
+    soft = soft_share(judgments)
+    if soft:
+        console.print(f"soft verdicts: {soft:.0%} of scored games are scored by the judge's label probabilities (arena/soft_verdicts.py)")
     from arena.show import verdict_warnings
 
     for line in verdict_warnings(judgments):  # model names are data: printed without markup

@@ -9,7 +9,7 @@ either a mapping (see :mod:`arena.llm.endpoints`) or the path of a YAML file hol
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +27,12 @@ class AnswerConfig(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class AdaptiveRepeats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max: int = Field(ge=1, le=100)
+    confidence: float = Field(default=0.9, gt=0.5, lt=1)
+
+
 class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     endpoint: str
@@ -40,6 +46,31 @@ class JudgeConfig(BaseModel):
     # Extra params for the re-ask turn only, e.g. a llama.cpp grammar that makes a small local
     # judge end with a label: {extra_body: {grammar: ...}}.
     reask_params: dict[str, Any] = Field(default_factory=dict)
+    # Soft verdicts (arena/soft_verdicts.py): ask for token logprobs and score each game by the
+    # judge's probability over the five labels; games whose reply has no logprobs keep their label.
+    soft: bool = False
+    top_logprobs: int = Field(default=20, ge=1, le=20)
+    # Judge stability (arena/judge_repeats.py): each game asked `repeats` times (or adaptively,
+    # until its leading label is decided at `confidence` or `max` repeats), then aggregated.
+    repeats: int = Field(default=1, ge=1, le=100)
+    aggregate: Literal["majority", "mean"] = "majority"
+    repeats_adaptive: AdaptiveRepeats | None = None
+
+    def repeat_plan(self):
+        from arena.judge_repeats import RepeatPlan
+
+        if self.repeats_adaptive is not None:
+            a = self.repeats_adaptive
+            return RepeatPlan(aggregate=self.aggregate, adaptive=True, max_repeats=a.max, confidence=a.confidence)
+        return RepeatPlan(repeats=self.repeats, aggregate=self.aggregate)
+
+    def judge_params(self) -> dict[str, Any]:
+        """The judge's request params, with the logprob request when ``soft`` is on."""
+        if not self.soft:
+            return dict(self.params)
+        from arena.soft_verdicts import soft_params
+
+        return {**self.params, **soft_params(self.top_logprobs)}
 
 
 class ShowConfig(BaseModel):

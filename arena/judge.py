@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Awaitable, Callable, Mapping, Sequence
 
 from arena.errors import InputError
 from arena.io.formats import Answer, Game, Judgment, Question, read_answer_file, read_judgment_file
@@ -23,6 +23,8 @@ from arena.provenance import endpoint_record, judgment_provenance, stale_reasons
 from arena.llm.client import ChatRequest, LLMClient
 from arena.llm.cost import DryRunEstimate
 from arena.prompts import Template, load_template
+from arena.judge_repeats import RepeatPlan, play_repeated
+from arena.soft_verdicts import soft_extra
 from arena.verdicts import parse_reask, parse_verdict
 
 STAGE = "judge"
@@ -94,7 +96,7 @@ async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, qu
     text = res.text or ""
     verdict = parse_verdict(text, quoted)
     if verdict.ok:
-        return Game(user_prompt, text, verdict.label)
+        return Game(user_prompt, text, verdict.label, extra=soft_extra(text, verdict.label, res.payload))
     extra: dict = {"first_status": verdict.status}
     if verdict.labels:
         extra["labels"] = list(verdict.labels)
@@ -116,6 +118,7 @@ async def play_game(client: LLMClient, req: ChatRequest, tpl: JudgeTemplates, qu
     text = f"{text}\n\n{res2.text or ''}"
     second = parse_reask(res2.text, quoted)
     if second.ok:
+        extra.update(soft_extra(res2.text, second.label, res2.payload))
         return Game(user_prompt, text, second.label, status="reasked", extra=extra)
     client.reject(res2, f"judge re-ask verdict {second.status}")
     return Game(user_prompt, text, None, status=_unresolved(second.status), extra=extra)
@@ -192,6 +195,7 @@ async def judge_models(
     reask: bool = True,
     reask_params: Mapping | None = None,
     retry_failed: bool = False,
+    repeat_plan: RepeatPlan | None = None,
     on_progress: Callable[[str, Judgment], None] | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> list[JudgeReport]:
@@ -253,7 +257,11 @@ async def judge_models(
 
                 async def run(q: Question = q, a: Answer = a, b: Answer = b, m: str = m, rep: JudgeReport = rep, prov: dict = prov) -> None:
                     quoted = (q.prompt, a.text, b.text)
-                    g1, g2 = await asyncio.gather(*(play_game(client, r, tpl, quoted, reask, reask_params) for r in build_games(judge, tpl, q, b, a, params)))
+                    def play(r: ChatRequest) -> Awaitable[Game]:
+                        return play_game(client, r, tpl, quoted, reask, reask_params)
+
+                    # judge.repeats (arena/judge_repeats.py): each game asked N times, aggregated
+                    g1, g2 = await asyncio.gather(*(play_repeated(play, r, repeat_plan or RepeatPlan()) for r in build_games(judge, tpl, q, b, a, params)))
                     j = Judgment(question_id=q.question_id, model=m, judge=judge, games=[g1, g2], baseline=baseline, category=q.category,
                                  provenance=prov, tstamp=time.time())
                     writers[m].append(j.to_v01())

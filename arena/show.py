@@ -10,7 +10,8 @@ import numpy as np
 
 from arena.errors import InputError
 from arena.io.formats import Judgment, latest_judgments, read_answers, read_judgments
-from arena.stats.ratings import Leaderboard, average_tokens, battles_from_judgments, leaderboard
+from arena.soft_verdicts import soft_battles
+from arena.stats.ratings import Leaderboard, average_tokens, battles_from_judgments, leaderboard  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ def load_judgments(dirs: Sequence[Path]) -> list[Judgment]:
 
 
 def compute_leaderboard(judgments: Sequence[Judgment], opts: ShowOptions, answer_dirs: Sequence[Path] = ()) -> Leaderboard:
-    battles = battles_from_judgments(judgments, opts.baseline, strong_weight=opts.strong_weight)
+    # Games that record a label distribution (soft verdicts, repeats) are scored by its expectation.
+    battles = soft_battles(judgments, opts.baseline, strong_weight=opts.strong_weight)
     if battles.empty:
         raise InputError("the judgments hold no games")
     opponents = set(battles["opponent"])

@@ -23,7 +23,15 @@ Config (all optional)::
       "rules": [{"match": "regex", "reply": "text"} or {"match": "...", "replies": [...]}],
                                       # "expand": true makes "reply" a template over the match's groups; "param": "name" matches
                                       # only requests whose body has that top-level param
-      "default": "auto"               # auto | echo
+      "default": "auto",              # auto | echo
+      "scripted_judge": {             # a judge with known behaviour (judge stability, soft verdicts, adaptive judging)
+        "strength": {"good": 4.0, "base": 1.0},   # answers carry "[model=NAME]"; P(A wins) = s_A / (s_A + s_B)
+        "p_flip": 0.2,                # per reply: the game's true label with prob 1-p, else one of the other 4 at random
+        "seed": 7,                    # the draw hashes seed, prompt, request body and how often it was asked
+        "strong": false               # true labels are strong (A>>B / B>>A) instead of A>B / B>A
+      },
+      "logprobs": false               # with the request's logprobs: true, return one token per character and,
+                                      # at the label, top_logprobs giving the scripted label distribution
     }
 
 Fault selection hashes the request body, so a given request always meets the same fate.
@@ -62,6 +70,7 @@ class State:
         self.status_counts: Counter[str] = Counter()
         self.compiled = [(re.compile(r["match"], re.S), r) for r in config.get("rules", [])]
         self.last_auth = ""
+        self.last_dist = None
 
     def stats(self) -> dict:
         return {
@@ -88,8 +97,66 @@ def _system(messages: list) -> str:
     return "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
 
 
+_MODEL_MARK = re.compile(r"\[model=([\w.-]+)\]")
+
+
+def scripted_label(cfg: dict, user: str, draw: str) -> tuple[str, dict[str, float]] | None:
+    """The scripted judge: the game's true label (fixed per prompt and answer pair), the label
+    distribution of one reply, and the label drawn from it for this reply (``draw`` varies)."""
+    names = _MODEL_MARK.findall(user)
+    if len(names) < 2:
+        return None
+    strength = cfg.get("strength", {})
+    sa, sb = float(strength.get(names[0], 1.0)), float(strength.get(names[1], 1.0))
+    seed = str(cfg.get("seed", 0))
+    a_wins = _h(user, f"truth{seed}") < sa / (sa + sb)
+    strong = bool(cfg.get("strong", False))
+    truth = ("A>>B" if strong else "A>B") if a_wins else ("B>>A" if strong else "B>A")
+    p = float(cfg.get("p_flip", 0.0))
+    dist = {v: (1 - p if v == truth else p / 4) for v in VERDICTS}
+    u = _h(draw, f"draw{seed}")
+    acc = 0.0
+    for v in VERDICTS:
+        acc += dist[v]
+        if u < acc:
+            return v, dist
+    return truth, dist
+
+
+def label_logprobs(text: str, label: str, dist: dict[str, float]) -> list[dict]:
+    """One token per character; at the label's characters the alternatives that keep a label
+    prefix get the scripted conditional probabilities (plus one junk token), as llama.cpp's
+    grammar-constrained path reports them (raw logits, before the grammar)."""
+    import math
+
+    start = text.rfind(f"[[{label}]]") + 2
+    out = []
+    for i, ch in enumerate(text):
+        top = [[ch, 0.0]]
+        if start <= i < start + len(label):
+            prefix = label[: i - start]
+            below = sum(p for v, p in dist.items() if v.startswith(prefix))
+            top = []
+            for c in sorted({v[len(prefix)] for v in VERDICTS if v.startswith(prefix) and len(v) > len(prefix)}):
+                q = sum(p for v, p in dist.items() if v.startswith(prefix + c)) / below
+                if q > 0:
+                    top.append([c, math.log(q)])
+            top.append(["x", -9.0])
+        lp = next((v for c, v in top if c == ch), 0.0)
+        out.append({"token": ch, "logprob": lp, "bytes": None, "top_logprobs": [{"token": c, "logprob": v, "bytes": None} for c, v in top]})
+    return out
+
+
 def reply_text(state: State, body: dict, key: str) -> str:
     messages = body.get("messages", [])
+    script = state.config.get("scripted_judge")
+    if script is not None:
+        user = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
+        got = scripted_label(script, user, f"{key}:{state.by_key[key]}")
+        if got is not None:
+            label, dist = got
+            state.last_dist = (label, dist)
+            return f"Comparing both answers.\n\nMy final verdict is: [[{label}]]"
     user = _last_user(messages)
     system = _system(messages)
     everything = system + "\n" + "\n".join(str(m.get("content", "")) for m in messages)
@@ -221,8 +288,12 @@ async def route(method: str, path: str, body: bytes, state: State):
             data.append({"object": "embedding", "index": i, "embedding": [(b - 128) / 128 for b in d[:dim]]})
         ptok = sum(len(str(t)) // 4 + 1 for t in inputs)
         return 200, {"object": "list", "data": data, "model": req.get("model"), "usage": {"prompt_tokens": ptok, "total_tokens": ptok}}, {}, None
+    state.last_dist = None
     text = reply_text(state, req, key)
     message = {"role": "assistant", "content": text}
+    choice_logprobs = None
+    if cfg.get("logprobs") and req.get("logprobs") and state.last_dist is not None:
+        choice_logprobs = {"content": label_logprobs(text, *state.last_dist)}
     if cfg.get("echo_auth_200"):
         message["content"] = f"Sure. Your header was: {headers_auth(state)} (that is all)."
         message["reasoning_content"] = f"The caller authenticated with {headers_auth(state)}."
@@ -234,7 +305,7 @@ async def route(method: str, path: str, body: bytes, state: State):
         "object": "chat.completion",
         "created": int(time.time()),
         "model": req.get("model", "fake"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": choice_logprobs}],
         "usage": {"prompt_tokens": ptok, "completion_tokens": ctok, "total_tokens": ptok + ctok},
     }, {}, None
 

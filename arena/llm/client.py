@@ -66,6 +66,18 @@ class ChatResult:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    """``logprobs.content`` as plain data: token, logprob and the top alternatives."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    out = []
+    for t in content:
+        top = [[a.token, float(a.logprob)] for a in (getattr(t, "top_logprobs", None) or [])]
+        out.append({"token": t.token, "logprob": float(t.logprob), "top_logprobs": top})
+    return out
+
+
 class _RateLimiter:
     """Spaces request starts so that at most ``rpm`` start in any minute on average."""
 
@@ -411,6 +423,9 @@ class LLMClient:
         reasoning = getattr(msg, "reasoning_content", None) or (msg.model_extra or {}).get("reasoning_content")
         if reasoning:
             payload["reasoning_content"] = reasoning
+        logprobs = _logprobs(choices[0])
+        if logprobs:  # soft verdicts read the label tokens' alternatives (arena/soft_verdicts.py)
+            payload["logprobs"] = logprobs
         usage = getattr(resp, "usage", None)
         ptok = int(getattr(usage, "prompt_tokens", 0) or 0)
         ctok = int(getattr(usage, "completion_tokens", 0) or 0)
