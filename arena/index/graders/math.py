@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 
@@ -121,6 +120,8 @@ def normalize_answer(s: str) -> str:
 
 
 def _mv_parse(s: str):
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse  # SymPy: seconds to import, only where used
+
     return parse(
         f"${s}$",
         extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
@@ -130,6 +131,8 @@ def _mv_parse(s: str):
 
 def symbolic_equal(gold: str, pred: str) -> bool:
     """``math-verify`` equivalence of two answer strings (SymPy; intervals, sets, matrices)."""
+    from math_verify import verify
+
     try:
         g, p = _mv_parse(gold), _mv_parse(pred)
         if not g or not p:
