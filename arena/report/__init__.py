@@ -7,6 +7,14 @@ Chromium blocks ``fetch()`` of ``file://``). Every untrusted string reaches the 
 and is rendered with ``textContent``; nothing from a run is ever parsed as markup.
 """
 
-from arena.report.builder import ReportOptions, build_report, detect_sources
 
 __all__ = ["ReportOptions", "build_report", "detect_sources"]
+
+
+def __getattr__(name: str):
+    # Lazy: the builder pulls in pandas, and `arena --help` imports this package to list `report`.
+    if name in __all__:
+        from arena.report import builder
+
+        return getattr(builder, name)
+    raise AttributeError(f"module 'arena.report' has no attribute {name!r}")

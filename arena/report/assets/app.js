@@ -79,6 +79,13 @@
     t.appendChild(body);
     return t;
   }
+  function autoCols(rows, digits) {
+    // One column per key; whole-number columns (counts, tokens) print without decimals.
+    return Object.keys(rows[0] || {}).map(function (k) {
+      var ints = rows.every(function (r) { return r[k] === null || typeof r[k] !== "number" || Number.isInteger(r[k]); });
+      return { label: k, key: k, digits: ints ? 0 : digits };
+    });
+  }
   function select(label, options, value, onchange) {
     var s = el("select", { "aria-label": label, onchange: function () { onchange(s.value); } });
     options.forEach(function (o) {
@@ -325,7 +332,7 @@
     if (window.performance && performance.mark) performance.mark("bbr-leaderboard-drawn");
     if (A.run_log.length || A.usage.length) {
       main.appendChild(el("h2", { text: "Run log" }));
-      if (A.usage.length) main.appendChild(table(Object.keys(A.usage[0]).map(function (k) { return { label: k, key: k, digits: 4 }; }), A.usage));
+      if (A.usage.length) main.appendChild(table(autoCols(A.usage, 4), A.usage));
       A.run_log.forEach(function (rec) { main.appendChild(el("pre", { cls: "raw", text: JSON.stringify(rec, null, 2) })); });
     }
   }
@@ -453,7 +460,7 @@
       plot(main, el("div", { cls: "plot", id: "length-plot" }), Object.keys(by).map(function (j) {
         return { type: "scatter", mode: "lines+markers", name: pt(j), x: by[j].map(function (r) { return r[xk]; }), y: by[j].map(function (r) { return r[yk]; }) };
       }), { xaxis: { title: "normalised length difference (model − opponent), midpoint of each quantile bin" }, yaxis: { title: "model win rate" }, height: 340 });
-      if (J.length_slopes) main.appendChild(table(Object.keys(J.length_slopes[0] || {}).map(function (k) { return { label: k, key: k, digits: 3 }; }), J.length_slopes));
+      if (J.length_slopes) main.appendChild(table(autoCols(J.length_slopes, 3), J.length_slopes));
     }
     if (J.kappa && J.kappa.length) {
       main.appendChild(el("h2", { text: "Inter-judge agreement (Cohen's κ)" }));
@@ -519,8 +526,8 @@
     plot(main, el("div", { cls: "plot", id: "index-plot" }), [{ type: "bar", x: M.table.map(function (r) { return pt(r.eval); }), y: M.table.map(function (r) { return r.score; }),
       error_y: { type: "data", symmetric: false, array: M.table.map(function (r) { return r.high === null ? 0 : r.high - r.score; }), arrayminus: M.table.map(function (r) { return r.low === null ? 0 : r.score - r.low; }) } }],
       { yaxis: { title: "accuracy", range: [0, 1] }, height: 340 });
-    main.appendChild(table(Object.keys(M.table[0] || {}).map(function (k) { return { label: k, key: k, digits: 3 }; }), M.table));
-    if (M.indices.length) { main.appendChild(el("h3", { text: "Indices" })); main.appendChild(table(Object.keys(M.indices[0]).map(function (k) { return { label: k, key: k, digits: 3 }; }), M.indices)); }
+    main.appendChild(table(autoCols(M.table, 3), M.table));
+    if (M.indices.length) { main.appendChild(el("h3", { text: "Indices" })); main.appendChild(table(autoCols(M.indices, 3), M.indices)); }
     main.appendChild(el("h2", { text: "Items" }));
     var E = M.evals[iState.eval] || M.evals[0];
     var controls = el("div", { cls: "controls" },
@@ -550,7 +557,7 @@
   function drawItem(detail, r) {
     clear(detail);
     detail.appendChild(el("div", { cls: "pane" }, el("h3", { text: "Item " + r.item_id + " · repeat " + r.repeat }),
-      table([{ label: "field", key: "k" }, { label: "value", key: "v", cls: "model" }], [
+      table([{ label: "field", key: "k" }, { label: "value", key: "v", cls: "model pre" }], [
         { k: "status", v: r.status }, { k: "correct", v: String(r.correct) }, { k: "extracted answer", v: r.extracted }, { k: "gold", v: r.gold },
         { k: "graded by", v: r.method }, { k: "sandbox", v: r.sandbox }, { k: "error", v: r.error }])));
     detail.appendChild(el("div", { cls: "pane" }, el("h3", { text: "Prompt" }), r.prompt ? markdown(r.prompt) : el("p", { cls: "muted", text: "(not stored in the record; pass --index-config to show it)" })));
