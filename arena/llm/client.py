@@ -321,9 +321,12 @@ class LLMClient:
         finally:
             self._inflight.pop(key, None)
 
-    async def _retrying(self, ep: Endpoint, attempt: Callable[[], Awaitable[Any]]) -> tuple[Any, int, str | None]:
+    async def _retrying(
+        self, ep: Endpoint, attempt: Callable[[], Awaitable[Any]], keep: Callable[[Any, int], None] | None = None
+    ) -> tuple[Any, int, str | None]:
         """Run ``attempt`` under the endpoint's concurrency and rate limits, retrying what a retry
-        can fix. Returns ``(value, attempts, None)`` or ``(None, attempts, error)``."""
+        can fix. Returns ``(value, attempts, None)`` or ``(None, attempts, error)``. If the caller
+        is cancelled after a reply arrived but before it was handed back, ``keep`` still gets it."""
         attempts = 0
         async with self._semaphores[ep.name]:
             while True:
@@ -341,6 +344,8 @@ class LLMClient:
                     # (the caller gave up) stays a cancel.
                     me = asyncio.current_task()
                     outside = bool(getattr(me, "cancelling", lambda: 0)())  # Task.cancelling: 3.11+
+                    if keep is not None and task.done() and not task.cancelled() and task.exception() is None:
+                        keep(task.result(), attempts)  # paid for: store it before giving up
                     if self._halted is not None and not outside:
                         raise self._halted from None
                     raise
@@ -372,17 +377,22 @@ class LLMClient:
     async def _ask_and_store(self, ep: Endpoint, req: ChatRequest, key: str) -> ChatResult:
         client = self._client(ep)
         params = self.request_params(req)
-        value, attempts, error = await self._retrying(ep, lambda: self._attempt(client, ep, req, params))
-        if value is None:
-            result = ChatResult(request=req, key=key, ok=False, text=None, error=error, attempts=attempts)
-        else:
+
+        def build(value: Any, attempts: int, error: str | None = None) -> ChatResult:
+            if value is None:
+                return ChatResult(request=req, key=key, ok=False, text=None, error=error, attempts=attempts)
             text, payload, (ptok, ctok, rtok) = value
             if self._secrets:
                 text, payload = self.scrub(text), self._scrub_any(payload)
-            result = ChatResult(
+            return ChatResult(
                 request=req, key=key, ok=True, text=text, prompt_tokens=ptok, completion_tokens=ctok,
                 reasoning_tokens=rtok, cost=ep.cost(ptok, ctok), attempts=attempts, payload=payload,
             )
+
+        value, attempts, error = await self._retrying(
+            ep, lambda: self._attempt(client, ep, req, params), keep=lambda v, n: self._store(build(v, n))
+        )
+        result = build(value, attempts, error)
         self._store(result)
         return result
 
