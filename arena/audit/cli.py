@@ -7,28 +7,25 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from arena.console import clip, cli_errors, fail, make_console
 from arena.errors import InputError
 
 audit_app = typer.Typer(help="Audit benchmarks and judges.", no_args_is_help=True)
 import_app = typer.Typer(help="Import judgments from other tools.", no_args_is_help=True)
 
-# Wide enough that audit tables are not truncated when piped to a file or a CI log.
-console = Console(width=None if Console().is_terminal else 200)
-
-
-def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/red] {exc}")
-    raise typer.Exit(code=2)
+def _out():
+    # Wide enough that audit tables are not truncated when piped to a file or a CI log.
+    return make_console(wide=True)
 
 
 def _fmt(v) -> str:
-    return f"{v:.4f}" if isinstance(v, float) else str(v)
+    # values include model names (untrusted): clipped and escaped before rich renders them
+    return f"{v:.4f}" if isinstance(v, float) else clip(v, 500)
 
 
 @audit_app.command("benchmark")
+@cli_errors()
 def benchmark_cmd(
     scores: Path = typer.Option(..., "--scores", help="Leaderboard JSONL: model, score, lower, upper[, results]."),
     reference: Path = typer.Option(..., "--reference", help="Human-preference CSV: model, rating, lower, upper."),
@@ -63,21 +60,25 @@ def benchmark_cmd(
             columns["random_mean"] = frame[list(BenchmarkAudit.METRICS)].mean().to_dict()
             columns["random_sd"] = frame[list(BenchmarkAudit.METRICS)].std(ddof=1).to_dict()
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
+    from rich.table import Table
+
     table = Table(title=f"Benchmark audit: {result.n_models} models, {result.n_pairs} pairs")
     table.add_column("metric")
     for name in columns:
         table.add_column(name, justify="right")
     for metric in ("n_models", "n_pairs", *BenchmarkAudit.METRICS):
         table.add_row(metric, *(_fmt(columns[c].get(metric, "")) for c in columns))
-    console.print(table)
+    _out().print(table)
     if result.unmatched_benchmark:
-        console.print(f"unmatched benchmark models ({len(result.unmatched_benchmark)}): {', '.join(result.unmatched_benchmark)}")
+        names_ = clip(", ".join(result.unmatched_benchmark), 2000)
+        _out().print(f"unmatched benchmark models ({len(result.unmatched_benchmark)}): {names_}", soft_wrap=True)
     if output:
         output.write_text(json.dumps(columns, indent=2))
 
 
 @import_app.command("alpaca-eval")
+@cli_errors()
 def import_alpaca_eval_cmd(
     files: list[Path] = typer.Argument(..., help="AlpacaEval annotations.json(.gz) files or the flat preference CSV."),
     output: Path = typer.Option(..., "--output", help="Judgment directory to write (<output>/<model>.jsonl)."),
@@ -102,9 +103,9 @@ def import_alpaca_eval_cmd(
         annotations = [a for f in files for a in read_annotations(f, instruction_ids=ids, annotator=judge)]
         counts = write_judgment_dir(to_judgments(annotations, baseline), output)
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
     failed = sum(a.preference is None for a in annotations)
-    console.print(f"wrote {sum(counts.values())} judgments for {len(counts)} models to {output} ({failed} failed annotations kept as failed games)")
+    _out().print(f"wrote {sum(counts.values())} judgments for {len(counts)} models to {output} ({failed} failed annotations kept as failed games)")
 
 
 def _answer_lengths(answers_dir: Path, battles) -> "tuple[list[float], list[float]]":
@@ -129,15 +130,18 @@ def _answer_lengths(answers_dir: Path, battles) -> "tuple[list[float], list[floa
 
 
 def _print_frame(title: str, frame, max_rows: int = 40) -> None:
-    table = Table(title=title)
+    from rich.table import Table
+
+    table = Table(title=clip(title, 2000))
     for c in frame.columns:
         table.add_column(str(c), justify="right" if frame[c].dtype.kind in "fiu" else "left")
     for _, row in frame.head(max_rows).iterrows():
         table.add_row(*(_fmt(v) if not isinstance(v, float) or v == v else "-" for v in row.tolist()))
-    console.print(table)
+    _out().print(table)
 
 
 @audit_app.command("judges", context_settings={"allow_extra_args": True})
+@cli_errors()
 def judges_cmd(
     ctx: typer.Context,
     judgments: list[Path] = typer.Option(..., "--judgments", help="Judgment dirs (model files, or judge sub-dirs); a judge found in several dirs is treated as repeated runs."),
@@ -162,7 +166,7 @@ def judges_cmd(
     # `--judgments A B C` as in the docs: click takes one value per option, the rest arrive here.
     extra = [a for a in ctx.args]
     if any(a.startswith("-") for a in extra):
-        _fail(InputError(f"unexpected options {extra}; put options before the judgment directories"))
+        fail(InputError(f"unexpected options {extra}; put options before the judgment directories"))
     judgments = list(judgments) + [Path(a) for a in extra]
     try:
         per_dir = {str(d): battles_from_judgments(read_judgments(d), baseline) for d in judgments}
@@ -181,14 +185,14 @@ def judges_cmd(
             if bad.any():
                 raise InputError(f"winner must be model|opponent|tie, got {hum['winner'][bad].iloc[0]!r}", path=str(human), line=int(bad.idxmax()) + 2, field="winner")
     except (InputError, json.JSONDecodeError) as exc:
-        _fail(exc)
+        fail(exc)
     if questions is not None:
         from arena.io.formats import read_questions
 
         try:
             cats = {q.question_id: q.category for q in read_questions(questions)}
         except InputError as exc:
-            _fail(exc)
+            fail(exc)
         for b in per_dir.values():
             b["category"] = b["category"].where(b["category"].notna(), b["question_id"].map(cats))
     battles = pd.concat(per_dir.values(), ignore_index=True)
@@ -225,7 +229,7 @@ def judges_cmd(
         pairs, overall = ja.judge_agreement(primary)
         outputs["judge_agreement"], outputs["judge_agreement_overall"] = pairs, overall
         _print_frame("Inter-judge agreement (Cohen's kappa)", pairs)
-        console.print(f"Fleiss' kappa {overall['fleiss_kappa']:.4f} on {overall['n_games_all_judges']} games; Krippendorff's alpha {overall['krippendorff_alpha']:.4f}")
+        _out().print(f"Fleiss' kappa {overall['fleiss_kappa']:.4f} on {overall['n_games_all_judges']} games; Krippendorff's alpha {overall['krippendorff_alpha']:.4f}")
     for judge in battles["judge"].unique():
         runs = {d: b[b["judge"] == judge] for d, b in per_dir.items() if (b["judge"] == judge).any()}
         if len(runs) >= 2:
@@ -236,6 +240,13 @@ def judges_cmd(
         ha = ja.human_agreement(primary, hum)
         outputs["human_agreement"] = ha
         _print_frame("Agreement with human labels", ha)
+    from arena.judge_repeats import stability
+
+    # judge.repeats (arena/judge_repeats.py): flip rate between repeats of a game, with its CI
+    stab = stability([j for d in judgments for j in read_judgments(d)], n_bootstrap=bootstrap, rng=np.random.default_rng(seed))
+    if len(stab) and (stab["n_games"] > 0).any():
+        outputs["stability"] = stab
+        _print_frame("Judge stability (repeats): flip rate between repeats, implied per-repeat flip p, verdict entropy", stab)
     if output is not None:
         output.mkdir(parents=True, exist_ok=True)
         for name, obj in outputs.items():
@@ -272,10 +283,10 @@ def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, out
         summary = loo.groupby("left_out").agg(spearman_vs_all=("spearman_vs_all", "first"), max_abs_delta=("delta", lambda d: d.abs().max())).reset_index()
         _print_frame("Leave-one-judge-out: how each judge moves the ranking", summary)
     for note in res.notes:
-        console.print(note)
+        _out().print(note)
     if output is not None:
         from arena.show import write_leaderboard
         from arena.stats.ratings import Leaderboard
 
         write_leaderboard(Leaderboard(table=res.table, replicates=res.replicates, method="style-bt" if res.coefficients is not None else "closed-form", ci=ci), output)
-        console.print(f"wrote {output}")
+        _out().print(f"wrote {output}")
