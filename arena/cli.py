@@ -2,31 +2,76 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape as rich_escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+# Only light modules at import time: `arena --help` must start fast. rich, pandas, numpy, openai
+# and the audit/index internals are imported inside the commands that use them.
+from typer.core import TyperGroup
 
 from arena.audit.cli import audit_app, import_app
+from arena.console import EXIT_CALLS_FAILED, cli_errors, fail, make_console
 from arena.errors import InputError
-from arena.llm.cost import DryRunEstimate
-from arena.index.cli import app as index_app
 
-app = typer.Typer(help="Rank language models on hard prompts with an LLM judge.", no_args_is_help=True)
-app.add_typer(index_app, name="index")
+
+class _LazyGroup(TyperGroup):
+    """A sub-command group imported only when it is run: `arena index` pulls in numpy and the
+    index tasks, which `arena --help` and every other command do not need."""
+
+    def __init__(self, name: str, module: str, attr: str, help: str):
+        super().__init__(name=name, help=help, short_help=help)
+        self._where = (module, attr)
+        self._real: TyperGroup | None = None
+
+    def real(self) -> TyperGroup:
+        if self._real is None:
+            import importlib
+
+            sub = getattr(importlib.import_module(self._where[0]), self._where[1])
+            self._real = typer.main.get_group(sub)
+            self._real.name = self.name
+        return self._real
+
+    def list_commands(self, ctx):
+        return self.real().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        return self.real().get_command(ctx, name)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+
+class _ArenaGroup(TyperGroup):
+    LAZY = {"index": _LazyGroup("index", "arena.index.cli", "app", "Fixed-answer evaluations and weighted indices.")}
+
+    def list_commands(self, ctx):
+        return [*super().list_commands(ctx), *self.LAZY]
+
+    def get_command(self, ctx, name):
+        return self.LAZY.get(name) or super().get_command(ctx, name)
+
+
+app = typer.Typer(help="Rank language models on hard prompts with an LLM judge.", no_args_is_help=True, cls=_ArenaGroup)
 app.add_typer(audit_app, name="audit")
 app.add_typer(import_app, name="import")
 from arena.report.cli import register as _register_report  # noqa: E402  (report and view)
 _register_report(app)
 
-console = Console()
-err_console = Console(stderr=True)
+
+
+def _out():
+    """Console for results (stdout); built per use, never at import time."""
+    return make_console(wide=True)
+
+
+def _err():
+    """Console for progress and notes (stderr)."""
+    return make_console(stderr=True)
+
 
 SMALL_MODEL_WARNING = (
     "[yellow]Note:[/] the embedded SmolLM2-135M model is far too small to judge anything; its verdicts "
@@ -35,27 +80,28 @@ SMALL_MODEL_WARNING = (
 )
 
 
-def fail(exc: Exception) -> None:
-    # soft_wrap: a file path in an error must stay on one line to be copied and grepped
-    err_console.print("[bold red]error:[/] " + rich_escape(str(exc)), soft_wrap=True)
-    raise typer.Exit(code=2)
+def df_table(df, title: str | None = None, floats: str = "{:.2f}"):
+    from rich.table import Table
 
+    from arena.console import clip
 
-def df_table(df, title: str | None = None, floats: str = "{:.2f}") -> Table:
-    t = Table(title=title)
+    t = Table(title=clip(title, 2000) if title is not None else None)
     for c in df.columns:
         # overflow="fold": a long model name wraps onto more lines, never cut with an ellipsis
         t.add_column(str(c), justify="right" if df[c].dtype.kind in "if" else "left", overflow="fold")
     for row in df.itertuples(index=False):
-        t.add_row(*[floats.format(v) if isinstance(v, float) else str(v) for v in row])
+        # cells are data (model names): clipped and escaped so a huge or hostile name cannot hang rich
+        t.add_row(*[floats.format(v) if isinstance(v, float) else clip(v, 500) for v in row])
     return t
 
 
 @contextlib.contextmanager
 def progress_bar(total: int, label: str) -> Iterator:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, disable=total == 0, transient=False,
+        console=_err(), disable=total == 0, transient=False,
     ) as prog:
         task = prog.add_task(label, total=total)
         yield lambda *a: prog.advance(task)
@@ -73,9 +119,9 @@ def run_context(cfg, retry_failed: bool) -> Iterator:
             raise InputError(f"unknown local model '{cfg.local_model}' (available: smollm2)", path=cfg.source, field="local_model")
         server = LocalModelServer(log_path=cfg.output_dir / "local_model.log")
         cfg.output_dir.mkdir(parents=True, exist_ok=True)
-        err_console.print(f"starting the embedded model on {server.base_url} ...")
+        _err().print(f"starting the embedded model on {server.base_url} ...")
         server.start()
-        err_console.print(SMALL_MODEL_WARNING)
+        _err().print(SMALL_MODEL_WARNING)
     try:
         endpoints = cfg.load_endpoints(server.base_url if server else None)
         cache = ResponseCache(cfg.cache_path)
@@ -92,15 +138,16 @@ def run_context(cfg, retry_failed: bool) -> Iterator:
 def _print_usage(client) -> None:
     df = client.ledger.to_frame()
     if not df.empty:
-        console.print(df_table(df[["stage", "endpoint", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost"]], title="Usage", floats="{:.4f}"))
+        _out().print(df_table(df[["stage", "endpoint", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost"]], title="Usage", floats="{:.4f}"))
 
 
 def _print_estimate(est) -> None:
-    console.print(df_table(est.to_frame(), title="Dry run: nothing was called", floats="{:.4f}"))
-    console.print(f"[bold]{est.calls}[/] calls, estimated cost [bold]${est.cost:.4f}[/] (output tokens assumed at max_tokens or expected_output_tokens)")
+    _out().print(df_table(est.to_frame(), title="Dry run: nothing was called", floats="{:.4f}"))
+    _out().print(f"[bold]{est.calls}[/] calls, estimated cost [bold]${est.cost:.4f}[/] (output tokens assumed at max_tokens or expected_output_tokens)")
 
 
 def _do_answers(cfg, client, dry_run: bool):
+    from arena.console import clip
     from arena.answers import estimate_answers, generate_answers
     from arena.io.formats import read_questions
     from arena.prompts import load_template
@@ -114,14 +161,16 @@ def _do_answers(cfg, client, dry_run: bool):
     client.check_keys(cfg.answers.models)
     total = len(questions) * len(cfg.answers.models)
     with progress_bar(total, "answers") as tick:
+        import asyncio
+
         reports = asyncio.run(_with_close(client, generate_answers(client, cfg.answers.models, questions, cfg.answer_dir, system=system, params=cfg.answers.params, on_progress=tick)))
     for r in reports:
         msg = f"{r.model}: {r.written} written, {r.done_before} already done, {r.failed} failed"
-        console.print(msg + (" (rerun with --retry-failed to re-ask)" if r.failed else ""))
+        _out().print(msg + (" (rerun with --retry-failed to re-ask)" if r.failed else ""))
         if r.settings_note():
-            console.print(r.settings_note(), markup=False, highlight=False)
+            _out().print(r.settings_note(), markup=False, highlight=False)
         for e in r.errors[:3]:
-            console.print(f"  [red]{e}[/]")
+            _out().print(f"  [red]{clip(e, 500)}[/]")
     return None
 
 
@@ -152,18 +201,42 @@ def _do_judge(cfg, client, dry_run: bool, retry_failed: bool):
     answers = load_judge_answers(questions, cfg.answer_dir, models, j.baseline)
     client.check_keys([j.endpoint])
     with progress_bar(len(questions) * len(models), f"judge ({j.endpoint})") as tick:
+        import asyncio
+
         reports = asyncio.run(_with_close(client, judge_models(
             client, j.endpoint, tpl, questions, answers, models, j.baseline, cfg.judgment_dir(),
             params=j.judge_params(), reask=j.reask, reask_params=j.reask_params, retry_failed=retry_failed, on_progress=tick,
             repeat_plan=j.repeat_plan(),
-            notice=lambda line: console.print(line, markup=False, highlight=False),
+            notice=lambda line: _out().print(line, markup=False, highlight=False),
         )))
     for r in reports:
-        console.print(
+        _out().print(
             f"{r.model}: {r.judged} judged now, {r.done_before} already done, {r.games} games "
             f"({r.unparsed} unparsed, {r.failed} failed, {r.reasked} re-asked), {r.missing_answers} prompts lacking an answer"
         )
     return None
+
+
+def _do_adaptive_judge(cfg, client, opts, retry_failed: bool) -> None:
+    from arena.judge import load_judge_answers
+    from arena.judge_adaptive import judge_adaptively
+
+    questions, models, tpl = _judge_inputs(cfg)
+    j = cfg.judge
+    answers = load_judge_answers(questions, cfg.answer_dir, models, j.baseline)
+    client.check_keys([j.endpoint])
+    say = lambda line: _out().print(line, markup=False, highlight=False)  # noqa: E731
+    rep = judge_adaptively(client, judge=j.endpoint, tpl=tpl, questions=questions, answers=answers, models=models, baseline=j.baseline,
+                           out_dir=cfg.judgment_dir(), opts=opts, strong_weight=cfg.show.strong_weight, notice=say,
+                           judge_kwargs=dict(params=j.judge_params(), reask=j.reask, reask_params=j.reask_params, retry_failed=retry_failed,
+                                             repeat_plan=j.repeat_plan()))
+    plan = j.repeat_plan()
+    per_game = plan.max_repeats if plan.adaptive else plan.repeats
+    for m, k in rep.judged.items():
+        say(f"{m}: judged on {k} of {rep.n_prompts} prompts")
+    uniform = rep.uniform_calls(2 * per_game)
+    say(f"adaptive judging: {rep.calls} judge calls made ({rep.cached} from the cache) in {rep.rounds} rounds; "
+        f"uniform judging of every prompt would take {uniform} calls" + (" (stopped by --budget)" if rep.stopped_by_budget else ""))
 
 
 async def _with_close(client, coro):
@@ -187,31 +260,31 @@ def _show(judgment_dirs: List[Path], baseline: str, bootstrap: int, seed: int, c
     opts = ShowOptions(baseline, bootstrap, seed, ci, strong_weight)
     lb = compute_leaderboard(judgments, opts, answer_dirs)
     scope = f" [{category}]" if category else ""
-    console.print(df_table(lb.table, title=f"Win rate against {baseline}{scope} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"))
+    _out().print(df_table(lb.table, title=f"Win rate against {baseline}{scope} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"))
     unparsed = int(lb.table["n_unparsed"].sum())
     if unparsed:
-        console.print(f"[yellow]{unparsed} games had no usable verdict or failed; they are counted in n_unparsed and left out of the scores.[/]")
+        _out().print(f"[yellow]{unparsed} games had no usable verdict or failed; they are counted in n_unparsed and left out of the scores.[/]")
     from arena.soft_verdicts import soft_share
 
     soft = soft_share(judgments)
     if soft:
-        console.print(f"soft verdicts: {soft:.0%} of scored games are scored by the judge's label probabilities (arena/soft_verdicts.py)")
+        _out().print(f"soft verdicts: {soft:.0%} of scored games are scored by the judge's label probabilities (arena/soft_verdicts.py)")
     from arena.show import verdict_warnings
 
     for line in verdict_warnings(judgments):  # model names are data: printed without markup
-        console.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
+        _out().print(f"warning: {line}", style="yellow", markup=False, highlight=False)
     if by_category:
         import pandas as pd
 
         parts = []
         for cat, group in split_by_category(judgments).items():
             sub = compute_leaderboard(group, opts, answer_dirs).table
-            console.print(df_table(sub, title=f"Category: {cat}"))
+            _out().print(df_table(sub, title=f"Category: {cat}"))
             parts.append(sub.assign(category=cat))
         lb.table = pd.concat([lb.table.assign(category="(all)"), *parts], ignore_index=True)
     if output:
         write_leaderboard(lb, output)
-        console.print(f"wrote {output}")
+        _out().print(f"wrote {output}")
     return lb
 
 
@@ -222,52 +295,62 @@ DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Count calls and estimate co
 RETRY_OPT = typer.Option(False, "--retry-failed", help="Re-ask requests that failed before.")
 
 
-def _run_stages(config: Path, dry_run: bool, retry_failed: bool, answers: bool, judge: bool, leaderboard: bool) -> None:
+def _run_stages(config: Path, dry_run: bool, retry_failed: bool, answers: bool, judge: bool, leaderboard: bool, adaptive=None) -> None:
     """Run the chosen stages with one client; a dry run only estimates them."""
     from arena.config import load_run_config
 
-    try:
-        cfg = load_run_config(config)
-        with (_dry_context(cfg) if dry_run else run_context(cfg, retry_failed)) as client:
-            if dry_run:
-                est = DryRunEstimate()
-                if answers:
-                    est.merge(_do_answers(cfg, client, True))
-                if judge:
-                    est.merge(_do_judge(cfg, client, True, retry_failed))
-                _print_estimate(est)
-                return
-            from arena.provenance import now, write_run_log
+    failed = 0
+    with cli_errors():
+        try:
+            cfg = load_run_config(config)
+            with (_dry_context(cfg) if dry_run else run_context(cfg, retry_failed)) as client:
+                if dry_run:
+                    from arena.llm.cost import DryRunEstimate
 
-            started, status = now(), "failed"
-            try:
-                if answers:
-                    _do_answers(cfg, client, False)
-                if judge:
-                    _do_judge(cfg, client, False, retry_failed)
-                status = "ok"
-            finally:  # a failed run is logged too, with what it spent
-                stages = [n for n, on in (("answers", answers), ("judge", judge)) if on]
-                write_run_log(cfg, client, command=" ".join(stages) + (" --retry-failed" if retry_failed else ""), stages=stages, started=started, status=status)
-            _print_usage(client)
-        if leaderboard:
-            s = cfg.show
-            _show([cfg.judgment_dir()], cfg.judge.baseline, s.bootstrap, s.seed, s.ci, s.strong_weight, cfg.output_dir / "leaderboard.csv", [cfg.answer_dir])
-            if cfg.local_model:
-                console.print(SMALL_MODEL_WARNING)
-            from arena.report.cli import write_run_report
+                    est = DryRunEstimate()
+                    if answers:
+                        est.merge(_do_answers(cfg, client, True))
+                    if judge:
+                        est.merge(_do_judge(cfg, client, True, retry_failed))
+                    _print_estimate(est)
+                    return
+                from arena.provenance import now, write_run_log
 
-            console.print(f"report: {write_run_report(cfg).resolve()}", markup=False, highlight=False, soft_wrap=True)
-    except (InputError, RuntimeError, FileNotFoundError, KeyError) as exc:
-        fail(exc)
-    except OSError as exc:  # a full or read-only disk, a cache that cannot store: one line, exit 2
-        from arena.llm.cache import CacheWriteError
+                started, status = now(), "failed"
+                try:
+                    if answers:
+                        _do_answers(cfg, client, False)
+                    if judge and adaptive is not None:
+                        _do_adaptive_judge(cfg, client, adaptive, retry_failed)
+                    elif judge:
+                        _do_judge(cfg, client, False, retry_failed)
+                    status = "ok"
+                finally:  # a failed run is logged too, with what it spent
+                    stages = [n for n, on in (("answers", answers), ("judge", judge)) if on]
+                    write_run_log(cfg, client, command=" ".join(stages) + (" --retry-failed" if retry_failed else ""), stages=stages, started=started, status=status)
+                _print_usage(client)
+                calls = sum(t.calls for t in client.ledger.totals.values())
+                failed = sum(t.failures for t in client.ledger.totals.values())
+            if leaderboard:
+                s = cfg.show
+                _show([cfg.judgment_dir()], cfg.judge.baseline, s.bootstrap, s.seed, s.ci, s.strong_weight, cfg.output_dir / "leaderboard.csv", [cfg.answer_dir])
+                if cfg.local_model:
+                    _out().print(SMALL_MODEL_WARNING)
+                from arena.report.cli import write_run_report
 
-        if isinstance(exc, CacheWriteError):
+                _out().print(f"report: {write_run_report(cfg).resolve()}", markup=False, highlight=False, soft_wrap=True)
+        except (RuntimeError, KeyError) as exc:
             fail(exc)
-        from arena.console import describe_os_error
+        except OSError as exc:  # a full or read-only disk, a cache that cannot store: one line, exit 2
+            from arena.llm.cache import CacheWriteError
 
-        fail(describe_os_error(exc))
+            if isinstance(exc, CacheWriteError):
+                fail(exc)
+            raise  # cli_errors names the path
+    if failed:
+        # Finished, but some paid calls failed: recorded as failures, exit 1 (bad input is 2).
+        _err().print(f"{failed} of {calls} calls failed; rerun with --retry-failed", markup=False, highlight=False)
+        raise typer.Exit(code=EXIT_CALLS_FAILED)
 
 
 @app.command()
@@ -277,9 +360,20 @@ def answers(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed
 
 
 @app.command()
-def judge(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT):
-    """Judge every model against the baseline, two games per prompt (resumable)."""
-    _run_stages(config, dry_run, retry_failed, answers=False, judge=True, leaderboard=False)
+def judge(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT,
+          target_ci: Optional[float] = typer.Option(None, "--target-ci", help="Adaptive judging: stop judging a model once its CI half-width is at most this (win-rate points) or it is separated from its neighbours."),
+          budget: Optional[int] = typer.Option(None, "--budget", help="Adaptive judging: stop after about this many judge calls."),
+          batch: int = typer.Option(25, "--batch", min=1, help="Adaptive judging: prompts per model per round."),
+          min_prompts: int = typer.Option(50, "--min-prompts", min=1, help="Adaptive judging: no model stops before this many prompts."),
+          order_seed: int = typer.Option(0, "--order-seed", help="Adaptive judging: seed of the one prompt order shared by all models.")):
+    """Judge every model against the baseline, two games per prompt (resumable); with
+    --target-ci or --budget, adaptively (arena/judge_adaptive.py)."""
+    adaptive = None
+    if target_ci is not None or budget is not None:
+        from arena.judge_adaptive import AdaptiveOptions
+
+        adaptive = AdaptiveOptions(target_ci=target_ci, budget=budget, batch=batch, min_prompts=min_prompts, seed=order_seed)
+    _run_stages(config, dry_run, retry_failed, answers=False, judge=True, leaderboard=False, adaptive=adaptive)
 
 
 @app.command()
@@ -324,6 +418,13 @@ def show(
     by_category: bool = typer.Option(False, "--by-category", help="Also one leaderboard per category."),
 ):
     """Print (and write) the leaderboard: win rate against the baseline with bootstrap CIs."""
+    with cli_errors():
+        _show_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control,
+                  style_anchor, style_anchor_out, scores_jsonl, questions, category, by_category)
+
+
+def _show_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control,
+              style_anchor, style_anchor_out, scores_jsonl, questions, category, by_category) -> None:
     try:
         if ensemble or min_judges > 1 or style_control or scores_jsonl or style_anchor or style_anchor_out:
             from arena.audit.cli import show_extras_cmd
@@ -332,7 +433,7 @@ def show(
                             style_anchor=style_anchor, style_anchor_out=style_anchor_out)
             return
         _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, questions, category, by_category)
-    except (InputError, ValueError) as exc:
+    except ValueError as exc:  # InputError included; OSError and decoding errors go to cli_errors
         fail(exc)
 
 
@@ -341,8 +442,10 @@ def serve_local(port: int = typer.Option(8765, "--port")):
     """Serve the embedded SmolLM2 model on 127.0.0.1:PORT until interrupted."""
     from arena.local_model import LocalModelServer
 
-    with LocalModelServer(port=port) as srv:
-        console.print(f"serving {srv.alias} at {srv.base_url} (Ctrl-C to stop)")
+    if not 0 < port < 65536:
+        fail(InputError(f"port must be between 1 and 65535, got {port}", field="--port"))
+    with cli_errors(), LocalModelServer(port=port) as srv:
+        _out().print(f"serving {srv.alias} at {srv.base_url} (Ctrl-C to stop)")
         try:
             srv.proc.wait()
         except KeyboardInterrupt:

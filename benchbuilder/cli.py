@@ -7,14 +7,11 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from arena.console import clip, cli_errors, fail, make_console
 from arena.errors import InputError
 
 app = typer.Typer(help="Curate a hard, diverse prompt set from crowdsourced prompts.", no_args_is_help=True)
-console = Console(stderr=True)
 CONFIG = typer.Option(..., "--config", "-c", help="Curation config (YAML).")
 
 
@@ -27,47 +24,64 @@ def _pipeline(config: Path):
     from benchbuilder.config import load_config
     from benchbuilder.pipeline import Pipeline
 
-    return Pipeline(load_config(config), log=lambda m: console.print(f"[dim]{m}[/dim]"))
+    # log lines carry prompts and paths (data): printed without markup
+    return Pipeline(load_config(config), log=lambda m: _con().print(clip(m, 2000), style="dim", highlight=False))
 
 
-def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/red] {exc}")
-    raise typer.Exit(2)
+def _con():
+    """stderr console, built per use (no module-level console)."""
+    return make_console(stderr=True)
+
+
+def _exit_if_calls_failed(p) -> None:
+    """A finished run with failed calls (recorded as failures) ends with exit 1; bad input is 2."""
+    from arena.console import EXIT_CALLS_FAILED
+
+    calls = sum(t.calls for t in p.ledger.totals.values())
+    failed = sum(t.failures for t in p.ledger.totals.values())
+    if failed:
+        _con().print(f"{failed} of {calls} calls failed; rerun with --retry-failed", markup=False, highlight=False)
+        raise typer.Exit(code=EXIT_CALLS_FAILED)
 
 
 def _progress():
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_con())
 
 
 @app.command()
+@cli_errors()
 def ingest(config: Path = CONFIG) -> None:
     """Read, language-filter and de-duplicate prompts; every drop is counted by reason."""
     try:
         s = _pipeline(config).ingest()
     except InputError as exc:
-        _fail(exc)
-    console.print_json(json.dumps(s))
+        fail(exc)
+    _con().print_json(json.dumps(s))
 
 
 @app.command()
+@cli_errors()
 def embed(config: Path = CONFIG) -> None:
     """Embed the ingested prompts (cached on disk by text hash)."""
     try:
         x = _pipeline(config).embed()
     except InputError as exc:
-        _fail(exc)
-    console.print(f"embeddings: {x.shape}")
+        fail(exc)
+    _con().print(f"embeddings: {x.shape}")
 
 
 @app.command()
+@cli_errors()
 def cluster(config: Path = CONFIG, show: int = typer.Option(20, help="Topics to print.")) -> None:
     """Topic clustering (BERTopic: UMAP + HDBSCAN), outlier reduction and labels."""
     try:
         p = _pipeline(config)
         st = p.cluster()
     except InputError as exc:
-        _fail(exc)
-    console.print_json(json.dumps(st))
+        fail(exc)
+    _con().print_json(json.dumps(st))
     _print_topics(p, show)
 
 
@@ -79,13 +93,16 @@ def _print_topics(p, show: int) -> None:
     recs = p.prompts()
     meta = json.loads((p.out / "topics.json").read_text())
     t = cluster_table(clusters, labels, {k: v["prompt"] for k, v in recs.items()}, {}, examples={int(k): v for k, v in meta.get("examples", {}).items()})
+    from rich.table import Table
+
     table = Table("topic", "label", "size", "examples")
     for r in t.head(show).itertuples():
-        table.add_row(str(r.cluster), r.label, str(r.size), r.examples)
-    console.print(table)
+        table.add_row(str(r.cluster), clip(r.label), str(r.size), clip(r.examples, 500))
+    _con().print(table)
 
 
 @app.command()
+@cli_errors()
 def annotate(
     config: Path = CONFIG,
     retry_failed: Optional[bool] = typer.Option(None, "--retry-failed/--no-retry-failed", help="Re-ask failed and malformed annotations."),
@@ -100,40 +117,44 @@ def annotate(
             sc = p.config.annotation.stages[0]
             client = p.client()
             reqs, _ = Annotator(client, AnnotationStage(**sc.model_dump()), p.out / "annotations" / f"{sc.name}.jsonl").plan({k: v["prompt"] for k, v in p.prompts().items()})
-            console.print(client.estimate(reqs).to_frame().to_string(index=False))
+            _con().print(client.estimate(reqs).to_frame().to_string(index=False), markup=False, highlight=False)
             return
         with _progress() as prog:
             task = prog.add_task("annotating", total=None)
             s = p.annotate(retry_failed=retry_failed, progress=lambda r: prog.advance(task))
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
     for st in s["stages"]:
-        console.print(st)
-    console.print(s["usage"].to_string(index=False))
+        _con().print(st, markup=False, highlight=False)
+    _con().print(s["usage"].to_string(index=False), markup=False, highlight=False)
+    _exit_if_calls_failed(p)
 
 
 @app.command()
+@cli_errors()
 def select(config: Path = CONFIG) -> None:
     """Sample N prompts evenly across surviving clusters -> question.jsonl (arena-hard schema)."""
     try:
         path = _pipeline(config).select()
     except InputError as exc:
-        _fail(exc)
-    console.print(str(path))
+        fail(exc)
+    _con().print(str(path))
 
 
 @app.command()
+@cli_errors()
 def report(config: Path = CONFIG) -> None:
     """Cluster table, quality shares (Table 1) and mean score per cluster chart (Figure 2)."""
     try:
         paths = _pipeline(config).report()
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
     for k, v in paths.items():
-        console.print(f"{k}: {v}")
+        _con().print(f"{k}: {v}")
 
 
 @app.command()
+@cli_errors()
 def build(config: Path = CONFIG) -> None:
     """The whole pipeline: ingest, embed, cluster, annotate, select, report."""
     try:
@@ -142,11 +163,13 @@ def build(config: Path = CONFIG) -> None:
             task = prog.add_task("annotating", total=None)
             out = p.build(progress=lambda r: prog.advance(task))
     except InputError as exc:
-        _fail(exc)
-    console.print_json(json.dumps({"ingest": out["ingest"], "cluster": out["cluster"], "questions": str(out["questions"])}))
+        fail(exc)
+    _con().print_json(json.dumps({"ingest": out["ingest"], "cluster": out["cluster"], "questions": str(out["questions"])}))
+    _exit_if_calls_failed(p)
 
 
 @app.command()
+@cli_errors()
 def validate(
     target: Path = typer.Option(..., help="Annotations (jsonl) of the annotator to validate."),
     others: List[Path] = typer.Option(..., "--other", help="Annotations of the reference annotators (majority vote)."),
@@ -157,14 +180,16 @@ def validate(
     try:
         res = annotator_accuracy(ok_criteria(load_annotations(target).values()), [ok_criteria(load_annotations(o).values()) for o in others])
     except (InputError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
+    from rich.table import Table
+
     table = Table("criterion", "accuracy")
     for k, v in res["per_criterion"].items():
-        table.add_row(k, f"{v:.3f}")
+        table.add_row(clip(k), f"{v:.3f}")
     table.add_row("overall", f"{res['overall']:.3f}")
     table.add_row("exact match", f"{res['exact_match']:.3f}")
-    console.print(table)
-    console.print(f"prompts: {res['n_prompts']}, reference annotators: {res['n_others']}")
+    _con().print(table)
+    _con().print(f"prompts: {res['n_prompts']}, reference annotators: {res['n_others']}")
 
 
 if __name__ == "__main__":
