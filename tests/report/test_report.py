@@ -230,3 +230,27 @@ def test_curation_and_index_pages(hostile_site: Path):
         assert "graded by" in pg.locator("#item-detail").text_content()
         _check_inert(pg)
         assert p.errors == []
+
+
+def test_view_serves_the_site_on_loopback(hostile_site: Path):
+    import subprocess
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "view", str(hostile_site), "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert m, line
+        body = urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/index.html", timeout=10).read().decode()
+        assert body == (hostile_site / "index.html").read_text(encoding="utf-8")
+        data = urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/data/summary.js", timeout=10).read()
+        assert data == (hostile_site / "data" / "summary.js").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_view_refuses_a_folder_without_a_report(tmp_path: Path):
+    r = CliRunner().invoke(app, ["view", str(tmp_path)])
+    assert r.exit_code == 2
+    assert " ".join(r.output.split()) == f"error: {tmp_path}: no index.html here (write one with `arena report RUN_DIR --output {tmp_path}`)"
