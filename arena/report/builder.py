@@ -184,6 +184,16 @@ def _board(judgments, baseline: str, opts: ReportOptions, tokens: dict[str, floa
     return with_rank_intervals(table, lb.replicates, baseline, opts.ci)
 
 
+def _ensemble_board(judgments, baseline: str, mode: str, opts: ReportOptions, tokens: dict[str, float]) -> pd.DataFrame:
+    from arena.api import with_rank_intervals
+    from arena.stats.ensemble import combine_judges
+    from arena.stats.ratings import battles_from_judgments, leaderboard
+
+    b = combine_judges(battles_from_judgments(judgments, baseline, strong_weight=opts.strong_weight), mode, strong_weight=opts.strong_weight)
+    lb = leaderboard(b, baseline, n_bootstrap=opts.n_bootstrap, ci=opts.ci, rng=np.random.default_rng(opts.seed))
+    return with_rank_intervals(lb.table.assign(avg_tokens=lb.table["model"].map(tokens).astype(float)), lb.replicates, baseline, opts.ci)
+
+
 def _style_meta(answers: dict, battles: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """As :func:`arena.audit.show_extras._style_meta`, over answers already read (a build reads
     every answer file once)."""
@@ -287,6 +297,13 @@ def build_arena(src: Source, i: int, out: Path, opts: ReportOptions, log: Callab
                 st = None
             if st is not None:
                 boards.append({"judge": scope, "category": "(all)", "variant": "style", "rows": records(_attach_flags(st, rates, scope))})
+    if len(judges) > 1:  # the per-game judge ensembles of `arena show --ensemble`
+        for mode in ("mean", "majority"):
+            try:
+                boards.append({"judge": f"ensemble:{mode}", "category": "(all)", "variant": "raw",
+                               "rows": records(_attach_flags(_ensemble_board(judgments, baseline, mode, opts, tokens), rates, "pool"))})
+            except (InputError, ValueError) as exc:
+                log(f"  {mode} ensemble skipped: {exc}")
 
     all_rows = pd.concat([pd.DataFrame(b["rows"]).assign(judge=b["judge"], category=b["category"], variant=b["variant"]) for b in boards], ignore_index=True) if boards else pd.DataFrame()
     (out / "data").mkdir(parents=True, exist_ok=True)

@@ -136,6 +136,10 @@ def test_leaderboard_table_and_forest_plot(hostile_site: Path):
         assert pg.locator("#forest .point").count() == 5
         pg.select_option("select[aria-label=Judge]", "judge-a")
         assert pg.locator("#leaderboard-table tbody tr").count() == 5
+        pg.select_option("select[aria-label=Judge]", "ensemble:mean")
+        assert pg.locator("#leaderboard-table tbody tr").count() == 5
+        assert pg.locator("#forest .point").count() == 5
+        pg.select_option("select[aria-label=Judge]", "judge-a")
         pg.select_option("select[aria-label=Category]", "coding")
         assert pg.locator("h2").first.text_content().startswith("Win rate")
         _check_inert(pg)

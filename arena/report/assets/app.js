@@ -304,7 +304,7 @@
     var style = lbState.category === "(all)" ? board(lbState.judge, "(all)", "style") : null;
     var controls = el("div", { cls: "controls" },
       srcSelect(S.arena, lbState.src, function (v) { lbState.src = srcIndex(v, S.arena); render(); }),
-      select("Judge", judges.map(function (j) { return { value: j, label: j === "pool" ? "all judges (pooled)" : j }; }), lbState.judge, function (v) { lbState.judge = v; render(); }),
+      select("Judge", judges.map(function (j) { return { value: j, label: j === "pool" ? "all judges (pooled)" : j.indexOf("ensemble:") === 0 ? "ensemble: " + j.slice(9) + " per game" : j }; }), lbState.judge, function (v) { lbState.judge = v; render(); }),
       select("Category", cats.map(function (c) { return { value: c, label: c }; }), lbState.category, function (v) { lbState.category = v; render(); }),
       hasStyle ? select("Scores", [{ value: "raw", label: "raw" }, { value: "style", label: "style-controlled" }], lbState.variant, function (v) { lbState.variant = v; render(); }) : null,
       el("a", { cls: "dl", href: A.csv, download: "leaderboard.csv", text: "CSV" }),
