@@ -126,6 +126,10 @@ def load_annotations(path: str | Path) -> dict[str, Annotation]:
         return {}
     out: dict[str, Annotation] = {}
     for i, rec in read_jsonl(path, torn_tail="skip"):
+        sid = rec.get("source_id")
+        if sid is not None and (isinstance(sid, bool) or not isinstance(sid, (str, int))):
+            # a list or object id would become a different string key: refused, not coerced
+            raise InputError(f"source_id must be a string or an integer, got {type(sid).__name__}", path=str(path), line=i, field="source_id")
         try:
             out[str(rec["source_id"])] = Annotation(**rec)
         except (KeyError, TypeError) as exc:

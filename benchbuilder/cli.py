@@ -177,6 +177,9 @@ def validate(
     """Accuracy of one annotator vs the majority of others, per criterion and overall."""
     from benchbuilder.annotate import annotator_accuracy, load_annotations, ok_criteria
 
+    for p in (target, *others):  # load_annotations reads a missing log as empty (a stage not run yet); here it is a typo
+        if not p.exists():
+            raise InputError("no such file", path=str(p))
     try:
         res = annotator_accuracy(ok_criteria(load_annotations(target).values()), [ok_criteria(load_annotations(o).values()) for o in others])
     except (InputError, ValueError) as exc:
