@@ -411,6 +411,8 @@
         if (rows.length > bState.limit) list.appendChild(el("button", { cls: "more", text: "show " + Math.min(200, rows.length - bState.limit) + " more", onclick: function () { bState.limit += 200; drawList(); } }));
       }
       drawList();
+      var selRow = list.querySelector(".row.sel");
+      if (selRow) list.scrollTop = selRow.offsetTop - list.offsetTop - 40;
       var chosen = wantQ ? B.filter(function (b) { return b.q === wantQ && (!wantJ || b.j === wantJ); })[0] : null;
       if (chosen) drawDetail(detail, A, model, chosen, Q[chosen.q] || {});
       else detail.appendChild(el("p", { cls: "muted", text: "Pick a battle on the left." }));
