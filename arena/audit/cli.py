@@ -256,6 +256,55 @@ def judges_cmd(
                 obj.to_csv(output / f"{name}.csv", index=False)
 
 
+@audit_app.command("quality")
+@cli_errors()
+def quality_cmd(
+    judgments: list[Path] = typer.Option(..., "--judgments", help="Judgment dir(s)."),
+    questions: Path = typer.Option(..., "--questions", help="question.jsonl with a quality 'score' per question (benchbuilder), or any annotations JSONL with question_id and score."),
+    baseline: str = typer.Option(..., "--baseline", help="The baseline every model was judged against."),
+    pairs: Optional[str] = typer.Option(None, "--pairs", help="Model pairs a:b,c:d whose win rate is shown per bucket (b may be the baseline)."),
+    width: float = typer.Option(2.0, "--bucket-width", min=0.5, help="Width of a quality-score bucket."),
+    per_bucket: Optional[int] = typer.Option(None, "--per-bucket", min=1, help="Prompts drawn per bucket (default: the smallest bucket's size)."),
+    bootstrap: int = typer.Option(200, "--bootstrap", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    reference: Optional[Path] = typer.Option(None, "--reference", help="Human-preference CSV (model, rating, lower, upper) for agreement; default: the leaderboard on all prompts."),
+    output: Optional[Path] = typer.Option(None, "--output", help="JSON file for both tables."),
+) -> None:
+    """Quality score against separability (BenchBuilder Figure 4): per score bucket, pair win
+    rates with CIs and the leaderboard's separability and agreement (arena/audit/quality.py)."""
+    import numpy as np
+
+    from arena.audit.quality import quality_buckets, read_quality_scores
+    from arena.io.formats import read_judgments
+    from arena.soft_verdicts import soft_battles
+
+    pair_list = []
+    for item in (pairs.split(",") if pairs else []):
+        a, sep, b = item.strip().partition(":")
+        if not sep or not a or not b:
+            raise InputError(f"expected model_a:model_b, got {clip(item, 80)!r}", field="--pairs")
+        pair_list.append((a, b))
+    ref = None
+    if reference is not None:
+        import pandas as pd
+
+        ref = pd.read_csv(reference)
+        missing = {"model", "lower", "upper"} - set(ref.columns)
+        if missing:
+            raise InputError(f"missing columns {sorted(missing)}", path=str(reference), line=1)
+    scores = read_quality_scores(questions)
+    battles = soft_battles([j for d in judgments for j in read_judgments(d)], baseline)
+    rep = quality_buckets(battles, scores, baseline, pairs=pair_list, width=width, per_bucket=per_bucket, n_bootstrap=bootstrap,
+                          rng=np.random.default_rng(seed), reference=ref)
+    _print_frame("Leaderboard per quality-score bucket (same number of prompts per bucket)", rep.buckets)
+    if len(rep.pairs):
+        _print_frame("Pair win rates per quality-score bucket (%, bootstrap CI)", rep.pairs)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(rep.to_dict(), indent=2))
+        _out().print(f"wrote {clip(str(output), 500)}", markup=False, highlight=False)
+
+
 def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl, style_anchor=None, style_anchor_out=None) -> None:
     """Body of ``arena show`` when an audit extra (ensemble, style control, scores JSONL) is asked for."""
     from arena.audit.show_extras import show_extras
