@@ -430,23 +430,31 @@ def build_curation(src: Source, i: int, out: Path, opts: ReportOptions, log) -> 
 
 
 def _topic_map(prompts: dict[str, str], clusters: dict[str, int], labels: dict[int, str], rng: np.random.Generator) -> dict:
-    """A 2-D map of the prompts: TF-IDF then truncated SVD (LSA). The run does not store its
-    UMAP coordinates, and LSA is deterministic, fast and needs nothing from the network."""
+    """A 2-D map of the prompts: TF-IDF, truncated SVD to 50 dimensions (LSA), then the linear
+    discriminant projection that best separates the run's topics. The run stores no UMAP
+    coordinates; this is deterministic, takes a second, and a plain 2-component SVD mostly
+    shows text length, not topics."""
     ids = [s for s in clusters if s in prompts]
     if len(ids) < 3:
         return {}
     if len(ids) > MAP_MAX_POINTS:
         ids = list(rng.choice(np.array(ids, dtype=object), MAP_MAX_POINTS, replace=False))
     from sklearn.decomposition import TruncatedSVD
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     texts = [prompts[s] for s in ids]
+    y = np.array([clusters[s] for s in ids])
     x = TfidfVectorizer(max_features=20000, sublinear_tf=True, stop_words="english").fit_transform(texts)
-    n_comp = 2 if x.shape[1] > 2 else 1
-    xy = TruncatedSVD(n_components=n_comp, random_state=int(rng.integers(2**31))).fit_transform(x)
-    if n_comp == 1:
-        xy = np.c_[xy, np.zeros(len(xy))]
-    return {"x": [round(float(v), 4) for v in xy[:, 0]], "y": [round(float(v), 4) for v in xy[:, 1]],
+    k = max(1, min(50, x.shape[1] - 1, len(ids) - 1))
+    z = TruncatedSVD(n_components=k, random_state=int(rng.integers(2**31))).fit_transform(x)
+    if len(np.unique(y)) >= 3 and k >= 2:
+        xy = LinearDiscriminantAnalysis(n_components=2).fit_transform(z, y)
+        how = "TF-IDF, 50-d SVD, linear discriminants of the topics"
+    else:
+        xy = np.c_[z[:, :2], np.zeros((len(z), max(0, 2 - z.shape[1])))]
+        how = "TF-IDF, 2-d SVD"
+    return {"x": [round(float(v), 4) for v in xy[:, 0]], "y": [round(float(v), 4) for v in xy[:, 1]], "how": how,
             "topic": [labels.get(clusters[s], str(clusters[s])) for s in ids],
             "text": [" ".join(prompts[s].split())[:HOVER_CHARS] for s in ids]}
 

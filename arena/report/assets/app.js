@@ -491,7 +491,7 @@
       }
     }
     if (C.map && C.map.x) {
-      main.appendChild(el("h3", { text: "Prompts by topic (2-D map: TF-IDF + truncated SVD)" }));
+      main.appendChild(el("h3", { text: "Prompts by topic (2-D map: " + (C.map.how || "TF-IDF + truncated SVD") + ")" }));
       var groups = {};
       C.map.topic.forEach(function (tp, k) { (groups[tp] = groups[tp] || []).push(k); });
       plot(main, el("div", { cls: "plot", id: "topic-map" }), Object.keys(groups).map(function (tp) {
