@@ -129,6 +129,10 @@ class RunConfig(BaseModel):
 def load_run_config(path: str | Path) -> RunConfig:
     raw = read_yaml(path)
     try:
-        return RunConfig(**raw, source=str(path))
+        cfg = RunConfig(**raw, source=str(path))
     except ValidationError as exc:
-        raise validation_error(exc, path) from None
+        raise validation_error(exc, path, model=RunConfig) from None
+    if isinstance(cfg.endpoints, dict):
+        # checked at load (zero concurrency, negative timeouts, unknown keys), before anything runs
+        parse_endpoints(cfg.endpoints, source=cfg.source)
+    return cfg

@@ -119,6 +119,8 @@ def annotate(
             reqs, _ = Annotator(client, AnnotationStage(**sc.model_dump()), p.out / "annotations" / f"{sc.name}.jsonl").plan({k: v["prompt"] for k, v in p.prompts().items()})
             _con().print(client.estimate(reqs).to_frame().to_string(index=False), markup=False, highlight=False)
             return
+        if not p.config.annotation.stages:  # before the progress bar: the error stays the only line
+            raise InputError("no annotation stages configured", path=str(config), field="annotation.stages")
         with _progress() as prog:
             task = prog.add_task("annotating", total=None)
             s = p.annotate(retry_failed=retry_failed, progress=lambda r: prog.advance(task))

@@ -93,6 +93,12 @@ class BuildConfig(_M):
 def load_config(path: str | Path) -> BuildConfig:
     raw = read_yaml(path)
     try:
-        return BuildConfig(**raw)
+        cfg = BuildConfig(**raw)
     except ValidationError as exc:
-        raise validation_error(exc, path) from None
+        raise validation_error(exc, path, model=BuildConfig) from None
+    if cfg.endpoints:
+        # checked now (zero concurrency, negative timeouts, unknown keys), not at the first call
+        from arena.llm.endpoints import parse_endpoints
+
+        parse_endpoints(cfg.endpoints, source=str(path))
+    return cfg
