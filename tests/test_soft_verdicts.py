@@ -106,3 +106,34 @@ def test_soft_judging_through_cli_against_logprob_server(fake_server, tmp_path):
     assert res.returncode == 0, res.stderr
     hard = read_judgments(tmp_path / "hard" / "run" / "model_judgment" / "judge")
     assert all("label_probs" not in g.extra for j in hard for g in j.games)
+
+
+@pytest.mark.slow
+def test_soft_verdict_from_real_llama_cpp_server(smollm_server):
+    """The embedded SmolLM2 behind llama.cpp's server: the grammar-constrained re-ask's label
+    tokens carry top_logprobs, and the distribution read from them is a proper one."""
+    import asyncio
+
+    from arena.llm.client import ChatRequest, LLMClient
+    from arena.soft_verdicts import soft_params
+
+    ep = smollm_server.endpoint("judge", params={"temperature": 0.0, "max_tokens": 24, "seed": 0})
+    client = LLMClient({"judge": ep}, None)
+    grammar = 'root ::= "My final verdict is: [[" ("A>>B" | "A>B" | "A=B" | "B>A" | "B>>A") "]]"'
+    req = ChatRequest(endpoint="judge", messages=[{"role": "user", "content": "Which answer is better? A: Paris is the capital of France. B: Berlin is."}],
+                      params={**soft_params(20), "extra_body": {"grammar": grammar}})
+
+    async def go():
+        try:
+            return await client.chat(req)
+        finally:
+            await client.aclose()
+
+    res = asyncio.run(go())
+    assert res.ok, res.error
+    label = res.text.removeprefix("My final verdict is: [[").removesuffix("]]")
+    extra = soft_extra(res.text, label, res.payload)
+    probs = extra["label_probs"]
+    print(res.text, probs)
+    assert sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
+    assert 0 < probs[label] < 1 and len(probs) >= 2
