@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import pytest
 
 from tests.judge_setup import arena, judge_config
 
@@ -40,3 +41,26 @@ def test_adaptive_judging_saves_calls_and_ranks_right(fake_server, tmp_path):
     assert srv.stats()["hits"] == calls
     assert "adaptive judging: 0 judge calls made" in " ".join(again.stdout.split())
     assert {k: int(v) for k, v in re.findall(r"(m\d+): judged on (\d+) of", " ".join(again.stdout.split()))} == judged
+
+
+def test_budget_stops_between_rounds(fake_server, tmp_path):
+    srv = fake_server({"scripted_judge": {"strength": STRENGTH, "p_flip": 0.3, "seed": 1}})
+    cfg = judge_config(tmp_path, srv.url, ["m60", "m25"], 200, {})
+    res = arena("judge", "--config", str(cfg), "--budget", "150", "--batch", "25", "--min-prompts", "25")
+    assert res.returncode == 0, res.stderr
+    out = " ".join(res.stdout.split())
+    # round 1: 2 models x 25 prompts x 2 games = 100 calls (< 150); round 2 reaches 200: stop
+    assert "adaptive judging: 200 judge calls made (0 from the cache) in 2 rounds; uniform judging of every prompt would take 800 calls (stopped by --budget)" in out
+    assert srv.stats()["hits"] == 200
+
+
+@pytest.mark.parametrize("judge, message", [
+    ({"aggregate": "median"}, "field 'judge.aggregate': Input should be 'majority' or 'mean'"),
+    ({"repeats": 0}, "field 'judge.repeats': Input should be greater than or equal to 1"),
+    ({"repeats_adaptive": {"max": 5, "confidence": 1.5}}, "field 'judge.repeats_adaptive.confidence': Input should be less than 1"),
+])
+def test_bad_judge_settings_are_one_line(tmp_path, judge, message):
+    cfg = judge_config(tmp_path, "http://127.0.0.1:9/v1", ["m60"], 2, judge)
+    res = arena("judge", "--config", str(cfg))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"error: {cfg}: {message}"
