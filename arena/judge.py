@@ -237,10 +237,14 @@ async def judge_models(
                 if a is not None and b is not None:
                     prov = judgment_provenance(question=q, model_answer=a, baseline_answer=b, judge_endpoint=judge_ep,
                                                template_version=tpl.version, reask_version=reask_version)
+                    if repeat_plan is not None and repeat_plan.active:
+                        prov["repeat_plan"] = repeat_plan.version
                 if prev is not None:
                     if prev.provenance is None:
                         rep.unknown_provenance += 1
                     why = stale_reasons(prev.provenance, prov) if prov is not None else []
+                    if prov is not None and prev.provenance is not None and prev.provenance.get("repeat_plan") != prov.get("repeat_plan"):
+                        why.append("repeats changed")  # judge.repeats / aggregate changed: judged again
                     # unparsed and conflicting games too: their rejected replies are asked again
                     failed = retry_failed and any(g.status in ("failed", "unparsed", "conflict") for g in prev.games)
                     if why:

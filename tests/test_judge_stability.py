@@ -86,3 +86,17 @@ def test_adaptive_repeats_reach_confidence(fake_server, tmp_path):
             n.append(len(reps))
     print("adaptive repeats: mean", np.mean(n), "max", max(n), "games at max", sum(x == 9 for x in n), "of", len(n))
     assert srv.stats()["hits"] == sum(n) < 9 * len(n)
+
+
+def test_changing_repeats_rejudges_and_reuses_the_first_repeat(fake_server, tmp_path):
+    srv = fake_server({"scripted_judge": {"strength": {"good": 2.0}, "p_flip": P_FLIP, "seed": 1}})
+    cfg = judge_config(tmp_path, srv.url, ["good"], 10, {})
+    assert arena("judge", "--config", str(cfg)).returncode == 0
+    assert srv.stats()["hits"] == 20
+    cfg = judge_config(tmp_path, srv.url, ["good"], 10, {"repeats": 3})
+    res = arena("judge", "--config", str(cfg))
+    assert res.returncode == 0, res.stderr
+    assert "good: re-judging 10 stale judgments (repeats changed)" in " ".join(res.stdout.split())
+    assert srv.stats()["hits"] == 20 + 40  # repeat 0 is the cached single run
+    js = read_judgments(tmp_path / "run" / "model_judgment" / "judge")
+    assert len(js) == 10 and all(len(g.extra["repeats"]) == 3 for j in js for g in j.games)
