@@ -28,6 +28,7 @@ def test_adaptive_judging_saves_calls_and_ranks_right(fake_server, tmp_path):
     assert uniform == len(MODELS) * N * 2
     assert calls == srv.stats()["hits"] < uniform
     judged = {k: int(v) for k, v in re.findall(r"(m\d+): judged on (\d+) of", out)}
+    print("prompts judged per model:", judged)
     assert judged["m90"] < N and judged["m10"] < N  # the clear models stop early
     lb_path = tmp_path / "lb.csv"
     show = arena("show", "--judgments", str(tmp_path / "run" / "model_judgment" / "judge"), "--baseline", "base", "--output", str(lb_path))
