@@ -25,12 +25,18 @@ def _pipeline(config: Path):
     from benchbuilder.pipeline import Pipeline
 
     # log lines carry prompts and paths (data): printed without markup
-    return Pipeline(load_config(config), log=lambda m: _con().print(clip(m, 2000), style="dim", highlight=False))
+    return Pipeline(load_config(config), log=lambda m: _out().print(clip(m, 2000), style="dim", highlight=False))
 
 
 def _con():
-    """stderr console, built per use (no module-level console)."""
+    """stderr console (progress, errors), built per use (no module-level console)."""
     return make_console(stderr=True)
+
+
+def _out():
+    """stdout console for results and the pipeline's narrative: stderr carries only progress
+    bars and errors, so bad input is the one line there."""
+    return make_console(wide=True)
 
 
 def _exit_if_calls_failed(p) -> None:
@@ -58,7 +64,7 @@ def ingest(config: Path = CONFIG) -> None:
         s = _pipeline(config).ingest()
     except InputError as exc:
         fail(exc)
-    _con().print_json(json.dumps(s))
+    _out().print_json(json.dumps(s))
 
 
 @app.command()
@@ -69,7 +75,7 @@ def embed(config: Path = CONFIG) -> None:
         x = _pipeline(config).embed()
     except InputError as exc:
         fail(exc)
-    _con().print(f"embeddings: {x.shape}")
+    _out().print(f"embeddings: {x.shape}")
 
 
 @app.command()
@@ -81,7 +87,7 @@ def cluster(config: Path = CONFIG, show: int = typer.Option(20, help="Topics to 
         st = p.cluster()
     except InputError as exc:
         fail(exc)
-    _con().print_json(json.dumps(st))
+    _out().print_json(json.dumps(st))
     _print_topics(p, show)
 
 
@@ -98,7 +104,7 @@ def _print_topics(p, show: int) -> None:
     table = Table("topic", "label", "size", "examples")
     for r in t.head(show).itertuples():
         table.add_row(str(r.cluster), clip(r.label), str(r.size), clip(r.examples, 500))
-    _con().print(table)
+    _out().print(table)
 
 
 @app.command()
@@ -117,7 +123,7 @@ def annotate(
             sc = p.config.annotation.stages[0]
             client = p.client()
             reqs, _ = Annotator(client, AnnotationStage(**sc.model_dump()), p.out / "annotations" / f"{sc.name}.jsonl").plan({k: v["prompt"] for k, v in p.prompts().items()})
-            _con().print(client.estimate(reqs).to_frame().to_string(index=False), markup=False, highlight=False)
+            _out().print(client.estimate(reqs).to_frame().to_string(index=False), markup=False, highlight=False)
             return
         if not p.config.annotation.stages:  # before the progress bar: the error stays the only line
             raise InputError("no annotation stages configured", path=str(config), field="annotation.stages")
@@ -127,8 +133,8 @@ def annotate(
     except InputError as exc:
         fail(exc)
     for st in s["stages"]:
-        _con().print(st, markup=False, highlight=False)
-    _con().print(s["usage"].to_string(index=False), markup=False, highlight=False)
+        _out().print(st, markup=False, highlight=False)
+    _out().print(s["usage"].to_string(index=False), markup=False, highlight=False)
     _exit_if_calls_failed(p)
 
 
@@ -140,7 +146,7 @@ def select(config: Path = CONFIG) -> None:
         path = _pipeline(config).select()
     except InputError as exc:
         fail(exc)
-    _con().print(str(path))
+    _out().print(str(path))
 
 
 @app.command()
@@ -152,7 +158,7 @@ def report(config: Path = CONFIG) -> None:
     except InputError as exc:
         fail(exc)
     for k, v in paths.items():
-        _con().print(f"{k}: {v}")
+        _out().print(f"{k}: {v}")
 
 
 @app.command()
@@ -166,7 +172,7 @@ def build(config: Path = CONFIG) -> None:
             out = p.build(progress=lambda r: prog.advance(task))
     except InputError as exc:
         fail(exc)
-    _con().print_json(json.dumps({"ingest": out["ingest"], "cluster": out["cluster"], "questions": str(out["questions"])}))
+    _out().print_json(json.dumps({"ingest": out["ingest"], "cluster": out["cluster"], "questions": str(out["questions"])}))
     _exit_if_calls_failed(p)
 
 
@@ -193,8 +199,8 @@ def validate(
         table.add_row(clip(k), f"{v:.3f}")
     table.add_row("overall", f"{res['overall']:.3f}")
     table.add_row("exact match", f"{res['exact_match']:.3f}")
-    _con().print(table)
-    _con().print(f"prompts: {res['n_prompts']}, reference annotators: {res['n_others']}")
+    _out().print(table)
+    _out().print(f"prompts: {res['n_prompts']}, reference annotators: {res['n_others']}")
 
 
 if __name__ == "__main__":
