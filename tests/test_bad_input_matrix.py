@@ -289,3 +289,13 @@ def test_huge_model_name_does_not_hang(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "unmatched benchmark models (1): " + "m" * 100 in res.stdout.replace("\n", "")
     assert len(res.stdout) < 20_000  # the name was clipped, not printed whole
+
+
+def test_very_large_record_is_accepted(tmp_path):
+    """Deliberate acceptance: a 50 MB line is valid data (a long prompt); the reader has no line
+    limit, and the dry run counts its tokens (4 characters a token) instead of failing."""
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps(Q("q1") | {"turns": [{"content": "y" * 50_000_000}]}) + "\n")
+    res = invoke("answers", q, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "12500004" in res.stdout and "1 calls" in res.stdout
