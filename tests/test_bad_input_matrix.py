@@ -299,3 +299,10 @@ def test_very_large_record_is_accepted(tmp_path):
     res = invoke("answers", q, tmp_path)
     assert res.exit_code == 0, res.output
     assert "12500004" in res.stdout and "1 calls" in res.stdout
+
+
+@pytest.mark.parametrize("port", [0, -1, 70000])
+def test_serve_local_bad_port(port):
+    """Checked before the model is loaded."""
+    res = runner.invoke(arena, ["serve-local", "--port", str(port)])
+    assert_one_line(res, f"field '--port': port must be between 1 and 65535, got {port}")
