@@ -416,21 +416,22 @@ def show(
     questions: Optional[Path] = typer.Option(None, "--questions", help="Question file giving each prompt's category."),
     category: Optional[str] = typer.Option(None, "--category", help="Only prompts of this category."),
     by_category: bool = typer.Option(False, "--by-category", help="Also one leaderboard per category."),
+    length_control: bool = typer.Option(False, "--length-control", help="Add AlpacaEval's length-controlled win rate (needs the answers)."),
 ):
     """Print (and write) the leaderboard: win rate against the baseline with bootstrap CIs."""
     with cli_errors():
         _show_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control,
-                  style_anchor, style_anchor_out, scores_jsonl, questions, category, by_category)
+                  style_anchor, style_anchor_out, scores_jsonl, questions, category, by_category, length_control)
 
 
 def _show_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control,
-              style_anchor, style_anchor_out, scores_jsonl, questions, category, by_category) -> None:
+              style_anchor, style_anchor_out, scores_jsonl, questions, category, by_category, length_control=False) -> None:
     try:
-        if ensemble or min_judges > 1 or style_control or scores_jsonl or style_anchor or style_anchor_out:
+        if ensemble or min_judges > 1 or style_control or scores_jsonl or style_anchor or style_anchor_out or length_control:
             from arena.audit.cli import show_extras_cmd
 
             show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl,
-                            style_anchor=style_anchor, style_anchor_out=style_anchor_out)
+                            style_anchor=style_anchor, style_anchor_out=style_anchor_out, length_control=length_control)
             return
         _show(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, questions, category, by_category)
     except ValueError as exc:  # InputError included; OSError and decoding errors go to cli_errors

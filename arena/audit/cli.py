@@ -87,9 +87,12 @@ def import_alpaca_eval_cmd(
         None, "--instructions", help="JSONL of instructions in official order; line k gets question id k."
     ),
     judge: Optional[str] = typer.Option(None, "--judge", help="Annotator name where the file does not say (CSV)."),
+    answers_output: Optional[Path] = typer.Option(
+        None, "--answers-output", help="Also write the annotated answers (<dir>/<model>.jsonl), for --length-control and --style-control."
+    ),
 ) -> None:
     """Convert AlpacaEval annotations (soft preference in [1, 2]) into our judgment format."""
-    from arena.io.alpaca_eval import read_annotations, to_judgments, write_judgment_dir
+    from arena.io.alpaca_eval import read_annotations, to_judgments, write_answer_dir, write_judgment_dir
     from arena.io.formats import read_jsonl
 
     try:
@@ -102,6 +105,11 @@ def import_alpaca_eval_cmd(
                 ids.setdefault(rec["instruction"], str(k))
         annotations = [a for f in files for a in read_annotations(f, instruction_ids=ids, annotator=judge)]
         counts = write_judgment_dir(to_judgments(annotations, baseline), output)
+        if answers_output is not None:
+            written = write_answer_dir(annotations, answers_output)
+            if not written:
+                raise InputError("the annotations carry no output_1/output_2 texts", field="--answers-output")
+            _out().print(f"wrote answers of {len(written)} models to {answers_output}")
     except InputError as exc:
         fail(exc)
     failed = sum(a.preference is None for a in annotations)
@@ -305,7 +313,7 @@ def quality_cmd(
         _out().print(f"wrote {clip(str(output), 500)}", markup=False, highlight=False)
 
 
-def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl, style_anchor=None, style_anchor_out=None) -> None:
+def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, output, answers_dir, ensemble, min_judges, style_control, scores_jsonl, style_anchor=None, style_anchor_out=None, length_control=False) -> None:
     """Body of ``arena show`` when an audit extra (ensemble, style control, scores JSONL) is asked for."""
     from arena.audit.show_extras import show_extras
 
@@ -322,7 +330,7 @@ def show_extras_cmd(judgments, baseline, bootstrap, seed, ci, strong_weight, out
     res = show_extras(
         judgments, baseline, bootstrap=bootstrap, seed=seed, ci=ci, strong_weight=strong_weight, ensemble=ensemble,
         min_judges=min_judges, style_control=groups, answer_dirs=answers_dir, scores_jsonl=scores_jsonl,
-        style_anchor=style_anchor, style_anchor_out=style_anchor_out,
+        style_anchor=style_anchor, style_anchor_out=style_anchor_out, length_control=length_control,
     )
     _print_frame(res.title, res.table, max_rows=500)
     if res.coefficients is not None:

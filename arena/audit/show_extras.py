@@ -57,6 +57,35 @@ def _style_meta(answer_dirs: Sequence[Path], battles: pd.DataFrame) -> tuple[pd.
     return model_meta, opp_meta, found
 
 
+def _length_controlled(battles: pd.DataFrame, answer_dirs: Sequence[Path], baseline: str, *, bootstrap: int, ci: float,
+                       seed: int) -> tuple[pd.DataFrame, str]:
+    """AlpacaEval's length-controlled win rate (arena/stats/length_control.py) from the games
+    against the baseline: per prompt, the model's weighted score over its games, and the answer
+    length difference in tokens (conv_metadata's token_len, or the text's estimate)."""
+    from arena.stats.length_control import length_controlled_win_rates
+
+    usable = battles[(battles["weight"] > 0) & (battles["opponent"] == baseline) & (battles["model"] != baseline)]
+    usable = usable.reset_index(drop=True)
+    mm, om, found = _style_meta(answer_dirs, usable)
+    lengths = pd.DataFrame({"ml": pd.to_numeric(mm["token_len"], errors="coerce"),
+                            "bl": pd.to_numeric(om["token_len"], errors="coerce")})
+    found &= lengths.notna().all(axis=1).to_numpy()
+    if not found.any():
+        raise InputError("no answer lengths found for the judged games", field="--answers")
+    g = usable[found].assign(delta=(lengths["ml"] - lengths["bl"])[found].to_numpy(),
+                             ws=lambda f: f["score"] * f["weight"])
+    per_prompt = g.groupby(["model", "question_id"], sort=True).agg(ws=("ws", "sum"), w=("weight", "sum"), delta=("delta", "first"))
+    per_prompt = per_prompt.reset_index()
+    res = length_controlled_win_rates(per_prompt["model"], per_prompt["question_id"], per_prompt["ws"] / per_prompt["w"],
+                                      per_prompt["delta"], n_boot=bootstrap, ci=ci, rng=np.random.default_rng(seed))
+    out = pd.DataFrame({"model": res.models, "lc_win_rate": res.lc_win_rate, "lc_lower": res.lc_lower,
+                        "lc_upper": res.lc_upper, "length_coef": res.length_coef})
+    left = int((~found).sum())
+    note = (f"length-controlled win rate (AlpacaEval GLM, instruction difficulty estimated from these "
+            f"{per_prompt['question_id'].nunique()} prompts){f'; {left} games without both answer lengths left out' if left else ''}")
+    return out, note
+
+
 def show_extras(
     judgment_dirs: Sequence[Path],
     baseline: str,
@@ -72,6 +101,7 @@ def show_extras(
     scores_jsonl: Path | None = None,
     style_anchor: Path | None = None,
     style_anchor_out: Path | None = None,
+    length_control: bool = False,
 ) -> ExtrasResult:
     """Leaderboard with an optional judge ensemble and optional style control; optionally writes
     ``scores_jsonl`` (``model, score, lower, upper, results``) for ``arena audit benchmark``."""
@@ -134,6 +164,12 @@ def show_extras(
         lb = leaderboard(battles, baseline, n_bootstrap=bootstrap, ci=ci, rng=rng)
         table, reps = lb.table, lb.replicates
         title = f"Win rate against {baseline} (%; {ci:.0%} CI over {bootstrap} prompt-bootstrap rounds, {lb.method})"
+    if length_control:
+        if not answer_dirs:
+            raise InputError("the length-controlled win rate needs the answers (--answers DIR)", field="--answers")
+        lc, note = _length_controlled(battles, answer_dirs, baseline, bootstrap=bootstrap, ci=ci, seed=seed)
+        table = table.merge(lc, on="model", how="left")
+        notes.append(note)
     tokens: dict[str, float] = {}
     for d in answer_dirs:
         try:

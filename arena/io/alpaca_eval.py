@@ -46,6 +46,8 @@ class Annotation:
     instruction: str | None = None
     raw_completion: Any = None
     source: str | None = None
+    output: str | None = None           # the model's answer (``output_2``), when the file has it
+    baseline_output: str | None = None  # the baseline's answer (``output_1``)
 
 
 def _open(path: Path):
@@ -118,6 +120,8 @@ def read_annotations(path: str | Path, *, instruction_ids: Mapping[str, str] | N
                 instruction=text,
                 raw_completion=raw,
                 source=f"{path}{where}",
+                output=row.get("output_2") if isinstance(row.get("output_2"), str) else None,
+                baseline_output=row.get("output_1") if isinstance(row.get("output_1"), str) else None,
             )
         )
     return out
@@ -198,6 +202,29 @@ def write_judgment_dir(judgments: Iterable[Judgment], out_dir: str | Path) -> di
         if "/" in model or model.startswith("."):
             raise InputError(f"model name {model!r} cannot be a file name", field="model")
         write_jsonl(out_dir / f"{model}.jsonl", recs)
+    return {m: len(r) for m, r in by_model.items()}
+
+
+def write_answer_dir(annotations: Iterable[Annotation], out_dir: str | Path) -> dict[str, int]:
+    """Write the answers the annotations carry as ``<out_dir>/<model>.jsonl`` (arena-hard v0.1
+    answers with ``conv_metadata``), the baseline's included, so length control and style
+    control run on imported AlpacaEval results. Returns answers per model."""
+    from arena.io.formats import Answer
+    from arena.stats.markdown_stats import answer_metadata
+
+    by_model: dict[str, dict[str, Answer]] = {}
+    for a in annotations:
+        for model, text in ((a.model, a.output), (a.baseline, a.baseline_output)):
+            if text is None:
+                continue
+            if "/" in model or model.startswith("."):
+                raise InputError(f"model name {model!r} cannot be a file name", path=a.source, field="generator")
+            meta = answer_metadata(text, None)
+            by_model.setdefault(model, {})[a.question_id] = Answer(
+                question_id=a.question_id, model=model, text=text, token_len=meta["token_len"], metadata=meta)
+    out_dir = Path(out_dir)
+    for model, answers in by_model.items():
+        write_jsonl(out_dir / f"{model}.jsonl", [x.to_v01() for x in answers.values()])
     return {m: len(r) for m, r in by_model.items()}
 
 

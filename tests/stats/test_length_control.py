@@ -84,3 +84,32 @@ def test_alpaca_eval_2_published_length_controlled_win_rates():
     med = (both.iloc[:, 0] - both.iloc[:, 1]).abs().median()
     assert rho >= 0.98, rho
     assert med <= 1.5, med
+
+
+@pytest.mark.skipif(not AE.exists(), reason="../shared/data/alpaca_eval is absent")
+def test_cli_import_with_answers_then_length_controlled_show(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    runner = CliRunner()
+    raw = AE / "raw"
+    files = [str(raw / "alpaca-7b__weighted_alpaca_eval_gpt4_turbo.json.gz"), str(raw / "claude-2.1__weighted_alpaca_eval_gpt4_turbo.json.gz")]
+    res = runner.invoke(app, ["import", "alpaca-eval", *files, "--output", str(tmp_path / "j"), "--answers-output", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["alpaca-7b.jsonl", "claude-2.1.jsonl", "gpt4_1106_preview.jsonl"]
+    out = tmp_path / "lb.json"
+    res = runner.invoke(app, ["show", "-j", str(tmp_path / "j"), "--baseline", "gpt4_1106_preview", "--answers", str(tmp_path / "a"),
+                              "--length-control", "--bootstrap", "20", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = {r["model"]: r for r in json.loads(out.read_text())["leaderboard"]}
+    a7 = rows["alpaca-7b"]
+    # alpaca-7b writes far shorter answers than the baseline and the judge favours length, so
+    # controlling for length raises its win rate (published: 2.59 raw, 5.88 length-controlled).
+    assert a7["lc_win_rate"] > a7["score"] + 1
+    assert a7["lc_lower"] <= a7["lc_win_rate"] <= a7["lc_upper"]
+    # Without answers there is nothing to control for: one line, exit 2.
+    res = runner.invoke(app, ["show", "-j", str(tmp_path / "j"), "--baseline", "gpt4_1106_preview", "--answers", str(tmp_path / "nope"), "--length-control"])
+    assert res.exit_code == 2
