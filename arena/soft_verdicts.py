@@ -167,6 +167,8 @@ def soft_battles(judgments: Iterable[Judgment], baseline: str, *, strong_weight:
     battles = battles_from_judgments(judgments, baseline, strong_weight=strong_weight)
     if battles.empty:
         return battles
+    if len(battles) != sum(len(j.games) for j in judgments):  # rows are matched to games by position
+        raise RuntimeError("battles_from_judgments no longer gives one row per game; soft_battles needs updating")
     score = battles["score"].to_numpy(dtype=float).copy()
     weight = battles["weight"].to_numpy(dtype=float).copy()
     row = 0
