@@ -55,7 +55,20 @@ def test_quickstart_pipeline_with_smollm2(tmp_path):
         rows = {r["model"]: r for r in csv.DictReader(fh)}
     assert set(rows) == {"smollm2-greedy", "smollm2-brief"}
     assert int(rows["smollm2-greedy"]["n_battles"]) == 4
-    assert 0 <= float(rows["smollm2-greedy"]["score"]) <= 100
+    # The score follows the verdicts: game 1 has the baseline as A, game 2 the model; >> counts
+    # strong_weight (3) times. The quickstart judges with soft verdicts (judge.soft): each game
+    # counts with its label probabilities read from the logprobs (a game without them, its label).
+    assert any("label_probs" in g for g in games)
+    weight = {"A>>B": 3, "A>B": 1, "A=B": 1, "B>A": 1, "B>>A": 3}
+    as_b = {"A>>B": 0, "A>B": 0, "A=B": 0.5, "B>A": 1, "B>>A": 1}
+    num = den = 0.0
+    for r in judged:
+        for k, g in enumerate(r["games"]):
+            for lab, p in (g.get("label_probs") or {g["score"]: 1.0}).items():
+                s = as_b[lab] if k == 0 else 1 - as_b[lab]
+                num, den = num + p * weight[lab] * s, den + p * weight[lab]
+    score = float(rows["smollm2-greedy"]["score"])
+    assert abs(score - 100 * num / den) < 1e-3, (score, num, den)
 
     # A rerun is served from the cache: nothing new is written.
     res = subprocess.run([sys.executable, "-m", "arena.cli", "run", "--config", str(path)], capture_output=True, text=True, timeout=900)
