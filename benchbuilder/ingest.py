@@ -299,6 +299,10 @@ def read_prompts(source: str | Path, opts: IngestOptions | None = None, drops: D
     drops = drops if drops is not None else DropLog()
     src = str(source)
     out: list[PromptRecord] = []
+    # An id names one prompt: the same id again with the same text is an exact duplicate (the
+    # de-duplication filter drops it); with another text it would make ids ambiguous downstream
+    # (annotations and question.jsonl are keyed by it), so it is an error.
+    first_seen: dict[str, tuple[int, str]] = {}
     for line, row in iter_rows(source, opts):
         sid = _row_id(row, opts, src, line)
         try:
@@ -313,6 +317,9 @@ def read_prompts(source: str | Path, opts: IngestOptions | None = None, drops: D
         if not text:
             drops.add("empty", src, line, sid)
             continue
+        seen = first_seen.setdefault(sid, (line, text))
+        if seen[1] != text:
+            raise InputError(f"duplicate id {sid!r} with a different prompt (first on line {seen[0]})", path=src, line=line, field="id")
         out.append(PromptRecord(source_id=sid, prompt=text, source=src, line=line, n_turns=n_turns))
         if opts.limit and len(out) >= opts.limit:
             break
