@@ -75,7 +75,9 @@ class LocalModelServer:
 
     def endpoint(self, name: str = "smollm2", **overrides: object) -> Endpoint:
         """An endpoint for this server; the llama.cpp server runs one request at a time."""
-        spec: dict = {"name": name, "model": self.alias, "base_url": self.base_url, "max_concurrency": 2, "timeout": 300.0, "max_retries": 3}
+        # cache_id: the port is new every run, the model file is what serves the replies.
+        spec: dict = {"name": name, "model": self.alias, "base_url": self.base_url, "cache_id": f"embedded:{self.model_path.name}",
+                      "max_concurrency": 2, "timeout": 300.0, "max_retries": 3}
         spec.update(overrides)
         return Endpoint(**spec)
 

@@ -106,6 +106,18 @@ def test_base_url_spellings_of_one_server_share_the_cache(fake_server, tmp_path)
     assert all(r.cached for r in again) and srv.stats()["hits"] == 3
 
 
+def test_a_cache_id_keeps_a_moving_server_cached_and_apart(fake_server, tmp_path):
+    # The embedded model listens on a new port each run: its cache_id, not the port, keys it.
+    first, second = fake_server({}), fake_server({})
+    cache = tmp_path / "c.sqlite"
+    _run(_client([Endpoint(name="m", model="x", base_url=first.url, cache_id="embedded:a.gguf", timeout=2.0, max_retries=0)], cache), _reqs(3))
+    again = _run(_client([Endpoint(name="m", model="x", base_url=second.url, cache_id="embedded:a.gguf", timeout=2.0, max_retries=0)], cache), _reqs(3))
+    assert all(r.cached for r in again) and second.stats()["hits"] == 0
+    # Another model file is another server.
+    _run(_client([Endpoint(name="m", model="x", base_url=second.url, cache_id="embedded:b.gguf", timeout=2.0, max_retries=0)], cache), _reqs(3))
+    assert second.stats()["hits"] == 3
+
+
 def test_params_that_change_the_reply_are_part_of_the_key(fake_server, tmp_path):
     srv = fake_server({})
     cache = tmp_path / "cache.sqlite"

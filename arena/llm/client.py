@@ -184,7 +184,8 @@ class LLMClient:
     def key_for(self, req: ChatRequest) -> str:
         """The cache (and in-flight de-duplication) key: what was served, by which server."""
         ep = self.endpoint(req.endpoint)
-        return cache_key(ep.model, req.messages, self.request_params(req), req.template_version, req.repeat, self._base_url(ep))
+        server = f"cache-id:{ep.cache_id}" if ep.cache_id else self._base_url(ep)
+        return cache_key(ep.model, req.messages, self.request_params(req), req.template_version, req.repeat, server)
 
     def _base_url(self, ep: Endpoint) -> str:
         # Resolved here, not by the SDK, so the key names the server the call really goes to.

@@ -107,6 +107,9 @@ class Endpoint(BaseModel):
     name: str
     model: str
     base_url: str | None = None
+    # A stable name for the server in cache keys, for a server whose address changes between
+    # runs (the embedded model listens on a free port each time); otherwise base_url is used.
+    cache_id: str | None = None
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable holding the API key."
     )
