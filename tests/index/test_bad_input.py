@@ -23,8 +23,8 @@ def _base(tmp_path: Path, evals: dict | None = None) -> dict:
 
 # (id, config file content: a dict (YAML-dumped) or raw bytes, expected message after "<config path>")
 CONFIG_CASES = [
-    ("empty", b"", ": expected a mapping at the top level"),
-    ("binary", b"\x00\x01\x02PK\x03\x04", ': invalid YAML: unacceptable character #x0000: special characters are not allowed in "<unicode string>", position 0'),
+    ("empty", b"", ": the file is empty, expected a mapping of settings"),
+    ("binary", b"\x00\x01\x02PK\x03\x04", ": not a text file (control character 0x00 at character 0)"),
     ("invalid-utf8", b"model: m\xff\xfe\n", ": not valid UTF-8 text (invalid start byte at byte 8)"),
     ("not-a-mapping", b"- a\n- b\n", ": expected a mapping at the top level"),
     ("unknown-key", {"modle": "m"}, ": field 'modle': unknown key (did you mean 'model'?)"),
@@ -88,8 +88,8 @@ def test_unreadable_config(tmp_path, kind):
         path.mkdir()
     res = CliRunner().invoke(app, ["run", "--config", str(path), "--dry-run"])
     assert res.exit_code == 2
-    reason = "No such file or directory" if kind == "missing" else "Is a directory"
-    assert _one_line(res) == f"error: {path}: cannot read: {reason}"
+    reason = "no such file" if kind == "missing" else "is a directory, expected a file"
+    assert _one_line(res) == f"error: {path}: {reason}"
 
 
 # (id, eval, file name, content, expected message after "<data path>")
