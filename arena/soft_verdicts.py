@@ -160,7 +160,10 @@ def expected_score(probs: Mapping[str, float], model_is_a: bool, strong_weight: 
 
 def soft_battles(judgments: Iterable[Judgment], baseline: str, *, strong_weight: float = 3.0) -> pd.DataFrame:
     """:func:`arena.stats.ratings.battles_from_judgments`, with each game that records a label
-    distribution scored by its expectation (module docstring); ``label`` stays the sampled one."""
+    distribution scored by its expectation (module docstring), and each game imported from
+    AlpacaEval with a soft preference (``soft_score``, the model's win probability) scored by it
+    at weight 1, which reproduces AlpacaEval's win rates; ``label`` stays the sampled one."""
+    from arena.io.alpaca_eval import SOFT_KEY
     from arena.stats.ratings import battles_from_judgments
 
     judgments = list(judgments)
@@ -175,8 +178,11 @@ def soft_battles(judgments: Iterable[Judgment], baseline: str, *, strong_weight:
     for j in judgments:
         for k, g in enumerate(j.games):
             probs = valid_label_probs(g.extra.get(LABEL_PROBS)) if g.score is not None else None
+            imported = g.extra.get(SOFT_KEY) if g.score is not None else None
             if probs is not None:
                 score[row], weight[row] = expected_score(probs, model_is_a=k % 2 == 1, strong_weight=strong_weight)
+            elif isinstance(imported, (int, float)) and not isinstance(imported, bool) and 0.0 <= imported <= 1.0:
+                score[row], weight[row] = float(imported), 1.0
             row += 1
     return battles.assign(score=score, weight=weight)
 

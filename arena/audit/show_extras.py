@@ -107,11 +107,13 @@ def show_extras(
     ``scores_jsonl`` (``model, score, lower, upper, results``) for ``arena audit benchmark``."""
     from arena.audit.io import scores_from_leaderboard, write_scores
     from arena.stats.ensemble import combine_judges, leave_one_judge_out
-    from arena.stats.ratings import average_tokens, battles_from_judgments, leaderboard
+    from arena.soft_verdicts import soft_battles
+    from arena.stats.ratings import average_tokens, leaderboard
     from arena.show import load_judgments, locate_answer_dir
 
     judgments = load_judgments(judgment_dirs)
-    battles = battles_from_judgments(judgments, baseline, strong_weight=strong_weight)
+    # The same scores as the plain leaderboard: soft verdicts and AlpacaEval preferences included.
+    battles = soft_battles(judgments, baseline, strong_weight=strong_weight)
     if battles.empty:
         raise InputError("the judgments hold no games")
     notes: list[str] = []

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import numpy as np
 import pandas as pd
 
 from arena.errors import InputError
@@ -229,16 +228,8 @@ def write_answer_dir(annotations: Iterable[Annotation], out_dir: str | Path) -> 
 
 
 def soft_battles(judgments: Iterable[Judgment], baseline: str, *, strong_weight: float = 3.0) -> pd.DataFrame:
-    """The battle table of :func:`arena.stats.ratings.battles_from_judgments`, with a game's
-    ``soft_score`` (when present) as its score at weight 1."""
-    from arena.stats.ratings import battles_from_judgments
+    """The battle table with each game's ``soft_score`` as its score at weight 1: the one
+    scoring path, :func:`arena.soft_verdicts.soft_battles` (kept here for the AlpacaEval API)."""
+    from arena.soft_verdicts import soft_battles as scored
 
-    judgments = list(judgments)
-    battles = battles_from_judgments(judgments, baseline, strong_weight=strong_weight)
-    soft = [g.extra.get(SOFT_KEY) if g.score is not None else None for j in judgments for g in j.games]
-    soft_arr = np.array([np.nan if s is None else float(s) for s in soft])
-    has = ~np.isnan(soft_arr)
-    if has.any():
-        battles.loc[has, "score"] = soft_arr[has]
-        battles.loc[has, "weight"] = 1.0
-    return battles
+    return scored(judgments, baseline, strong_weight=strong_weight)
