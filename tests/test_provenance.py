@@ -124,6 +124,13 @@ def _ok(res: subprocess.CompletedProcess) -> str:
     return res.stdout
 
 
+def _finished_with_failures(res: subprocess.CompletedProcess) -> str:
+    # A run whose results hold failed calls ends with exit 1 and the summary line (README).
+    assert res.returncode == 1, (res.stdout[-2000:], res.stderr[-2000:])
+    assert "calls failed; rerun with --retry-failed" in res.stderr
+    return res.stdout
+
+
 # --------------------------------------------------------------------------- acceptance
 @pytest.mark.slow
 def test_kill_during_retry_failed_leaves_one_record_per_game(fake_server, tmp_path):
@@ -135,7 +142,7 @@ def test_kill_during_retry_failed_leaves_one_record_per_game(fake_server, tmp_pa
 
     # 1. failures injected first: about a third of the judge calls fail on every attempt
     srv.configure({"faults": {"persistent": 0.3}})
-    _ok(_arena("judge", "--config", str(cfg), env=_env()))
+    _finished_with_failures(_arena("judge", "--config", str(cfg), env=_env()))
     first = _records(jfile)
     failed_prompts = sum(any(g.get("status") == "failed" for g in r["games"]) for r in first)
     assert len(first) == n and failed_prompts > 20
@@ -158,7 +165,8 @@ def test_kill_during_retry_failed_leaves_one_record_per_game(fake_server, tmp_pa
     table = _show(tmp_path)["model-a"]
     assert table["n_battles"] + table["n_unparsed"] == 2 * n
 
-    # 3. the next run (a plain one) compacts the file: one record per prompt, the newest
+    # 3. the next run (a plain one) compacts the file: one record per prompt, the newest; it
+    #    makes no call, so no call of its own failed (exit 0)
     out = _ok(_arena("judge", "--config", str(cfg), env=_env()))
     assert f"model-a: removed {dup} duplicate judgment records" in out
     recs = _records(jfile)
