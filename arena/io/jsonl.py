@@ -44,16 +44,20 @@ def open_text(path: str | Path) -> io.TextIOBase:
     return open(path, "r", encoding="utf-8", newline="")
 
 
-def read_text(path: str | Path) -> str:
-    """The whole file as text; unreadable or non-UTF-8 files raise :class:`InputError`."""
-    path = Path(path)
+def _open_input(path: Path):
+    """``open_text`` with the two expected failures as one-line input errors."""
     try:
-        fh = open_text(path)
+        return open_text(path)
     except IsADirectoryError:
         raise InputError("is a directory, expected a file", path=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    with fh:
+
+
+def read_text(path: str | Path) -> str:
+    """The whole file as text; unreadable or non-UTF-8 files raise :class:`InputError`."""
+    path = Path(path)
+    with _open_input(path) as fh:
         try:
             return fh.read()
         except UnicodeDecodeError as exc:
@@ -65,13 +69,7 @@ def read_text(path: str | Path) -> str:
 def _lines(path: Path, block: int = 1 << 20) -> Iterator[tuple[str, bool]]:
     """``(line, ended)`` for each ``\\n``-separated line, streamed; ``ended`` is False only for
     a last line without its newline."""
-    try:
-        fh = open_text(path)
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", path=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror or exc}", path=str(path)) from None
-    with fh:
+    with _open_input(path) as fh:
         rest = ""
         while True:
             try:
