@@ -4,7 +4,7 @@ Each cell runs the command in-process (typer's CliRunner) and asserts the exit c
 is exactly one non-empty line with the expected message, and that no traceback escaped. Cells
 that are accepted on purpose say why. Validation happens before any LLM call: `answers` and
 `judge` run with --dry-run against an endpoint nobody listens on. The index entry points are
-covered by the index suite's own tests. The table for the notes is in /work/notes/bad_input_table.md.
+covered by the index suite's own tests.
 """
 
 from __future__ import annotations
