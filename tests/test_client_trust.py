@@ -4,7 +4,6 @@ Every test runs against a real loopback server (tests/fake_llm_server.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
@@ -17,6 +16,7 @@ import yaml
 from arena.errors import InputError
 from arena.llm import ChatRequest, Endpoint, LLMClient, ResponseCache
 from arena.llm.endpoints import load_endpoints
+from tests.test_llm_client import _run
 
 
 def _ep(server, name="m", model="fake-model", **kw):
@@ -32,14 +32,6 @@ def _reqs(n, endpoint="m"):
     return [ChatRequest(endpoint, [{"role": "user", "content": f"question {i}"}], stage="t") for i in range(n)]
 
 
-def _run(client, reqs):
-    async def go():
-        try:
-            return await client.chat_many(reqs)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
 
 
 # ------------------------------------------------------------------ reject()

