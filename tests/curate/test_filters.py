@@ -45,3 +45,29 @@ def test_embedding_near_duplicates():
     x[40] = x[3] + 1e-4
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     assert embedding_near_duplicates(x, threshold=0.999, block=7).tolist() == [10, 40]
+
+
+def test_minhash_signatures_match_datasketch_and_do_not_depend_on_the_batch():
+    from datasketch import MinHash
+
+    from benchbuilder.filters import MinHasher, word_shingles
+
+    texts = ["the quick brown fox jumps over the lazy dog again and again", "a b", "one two three four five six seven", "!!! ???", ""]
+    h = MinHasher()
+    sig, has = h.signatures(texts)
+    assert has.tolist() == [True, True, True, False, False]
+    for i, t in enumerate(texts[:3]):
+        m = MinHash(num_perm=128, seed=1, scheme="legacy")
+        m.update_batch(word_shingles(t, 5))
+        assert np.array_equal(m.hashvalues, sig[i])
+    # any block split gives the same rows (what lets the Ray engine compute them per block)
+    parts = [h.signatures(texts[:2])[0], h.signatures(texts[2:])[0]]
+    assert np.array_equal(np.vstack(parts), sig)
+    # small chunks of the shingle matrix give the same minimum
+    assert np.array_equal(h.signatures(texts, chunk=3)[0], sig)
+
+
+def test_texts_without_words_are_never_near_duplicates():
+    d = DropLog()
+    kept = MinHashDedup().apply(recs(["!!!", "???", "🙂🙂", "hello there my friend how are you today"]), d)
+    assert len(kept) == 4 and not d.drops
