@@ -13,6 +13,8 @@ from arena.errors import InputError
 
 app = typer.Typer(help="Curate a hard, diverse prompt set from crowdsourced prompts.", no_args_is_help=True)
 CONFIG = typer.Option(..., "--config", "-c", help="Curation config (YAML).")
+ENGINE = typer.Option(None, "--engine", help="local | ray (default: the config's engine.kind, else local).")
+ADDRESS = typer.Option(None, "--address", help="Ray cluster: auto, HOST:PORT or ray://HOST:PORT (default: a local cluster for the run).")
 
 
 @app.callback()
@@ -20,12 +22,12 @@ def main() -> None:
     """BenchBuilder curation pipeline."""
 
 
-def _pipeline(config: Path):
+def _pipeline(config: Path, engine: Optional[str] = None, address: Optional[str] = None):
     from benchbuilder.config import load_config
-    from benchbuilder.pipeline import Pipeline
+    from benchbuilder.pipeline import make_pipeline
 
     # log lines carry prompts and paths (data): printed without markup
-    return Pipeline(load_config(config), log=lambda m: _out().print(clip(m, 2000), style="dim", highlight=False))
+    return make_pipeline(load_config(config), engine, address, log=lambda m: _out().print(clip(m, 2000), style="dim", highlight=False))
 
 
 def _con():
@@ -58,10 +60,10 @@ def _progress():
 
 @app.command()
 @cli_errors()
-def ingest(config: Path = CONFIG) -> None:
+def ingest(config: Path = CONFIG, engine: Optional[str] = ENGINE, address: Optional[str] = ADDRESS) -> None:
     """Read, language-filter and de-duplicate prompts; every drop is counted by reason."""
     try:
-        s = _pipeline(config).ingest()
+        s = _pipeline(config, engine, address).ingest()
     except InputError as exc:
         fail(exc)
     _out().print_json(json.dumps(s))
@@ -69,10 +71,10 @@ def ingest(config: Path = CONFIG) -> None:
 
 @app.command()
 @cli_errors()
-def embed(config: Path = CONFIG) -> None:
+def embed(config: Path = CONFIG, engine: Optional[str] = ENGINE, address: Optional[str] = ADDRESS) -> None:
     """Embed the ingested prompts (cached on disk by text hash)."""
     try:
-        x = _pipeline(config).embed()
+        x = _pipeline(config, engine, address).embed()
     except InputError as exc:
         fail(exc)
     _out().print(f"embeddings: {x.shape}")
@@ -80,10 +82,10 @@ def embed(config: Path = CONFIG) -> None:
 
 @app.command()
 @cli_errors()
-def cluster(config: Path = CONFIG, show: int = typer.Option(20, help="Topics to print.")) -> None:
+def cluster(config: Path = CONFIG, show: int = typer.Option(20, help="Topics to print."), engine: Optional[str] = ENGINE, address: Optional[str] = ADDRESS) -> None:
     """Topic clustering (BERTopic: UMAP + HDBSCAN), outlier reduction and labels."""
     try:
-        p = _pipeline(config)
+        p = _pipeline(config, engine, address)
         st = p.cluster()
     except InputError as exc:
         fail(exc)
@@ -113,10 +115,12 @@ def annotate(
     config: Path = CONFIG,
     retry_failed: Optional[bool] = typer.Option(None, "--retry-failed/--no-retry-failed", help="Re-ask failed and malformed annotations."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print calls and cost of the first stage; call nothing."),
+    engine: Optional[str] = ENGINE,
+    address: Optional[str] = ADDRESS,
 ) -> None:
     """Multi-stage seven-criteria annotation; resumable and cost-tracked."""
     try:
-        p = _pipeline(config)
+        p = _pipeline(config, engine, address)
         if dry_run:
             from benchbuilder.annotate import AnnotationStage, Annotator
 
@@ -163,10 +167,10 @@ def report(config: Path = CONFIG) -> None:
 
 @app.command()
 @cli_errors()
-def build(config: Path = CONFIG) -> None:
-    """The whole pipeline: ingest, embed, cluster, annotate, select, report."""
+def build(config: Path = CONFIG, engine: Optional[str] = ENGINE, address: Optional[str] = ADDRESS) -> None:
+    """The whole pipeline: ingest, embed, cluster, annotate, select, report (``--engine ray``: on Ray Data)."""
     try:
-        p = _pipeline(config)
+        p = _pipeline(config, engine, address)
         with _progress() as prog:
             task = prog.add_task("annotating", total=None)
             out = p.build(progress=lambda r: prog.advance(task))

@@ -238,6 +238,41 @@ class ClusterStats:
 
 
 @dataclass
+class VoteAssigner:
+    """Topics for prompts outside the fitted sample: a similarity-weighted vote of their ``k``
+    nearest fitted prompts (exact cosine kNN in the reducer's input space); a prompt whose
+    neighbours are all outliers stays an outlier. Plain arrays and the fitted PCA only, so it
+    pickles to Ray workers and gives each row the same topic in any block split."""
+
+    space: np.ndarray
+    fit_topics: np.ndarray
+    k: int = 10
+    pca: Any = None
+
+    @classmethod
+    def from_reducer(cls, reducer: Any, x_fit: np.ndarray, fit_topics: np.ndarray, k: int) -> "VoteAssigner":
+        if hasattr(reducer, "fit_space_"):
+            return cls(reducer.fit_space_, fit_topics, k, reducer.pca_)
+        return cls(_unit(np.asarray(x_fit, dtype=np.float32)), fit_topics, k)
+
+    def assign(self, x: np.ndarray) -> np.ndarray:
+        if len(x) == 0:
+            return np.zeros(0, dtype=int)
+        q = np.asarray(x, dtype=np.float32)
+        if self.pca is not None:
+            q = self.pca.transform(q)
+        q = _unit(q)
+        nb, dist = exact_cosine_knn(self.space, self.k, queries=q)
+        labels = self.fit_topics[nb] + 1  # shift so outliers are bin 0
+        w = (1.0 - dist).clip(min=1e-6)
+        votes = np.zeros((len(q), int(self.fit_topics.max()) + 2), dtype=np.float32)
+        np.add.at(votes, (np.repeat(np.arange(len(q)), nb.shape[1]), labels.ravel()), w.ravel())
+        votes[:, 0] = 0.0
+        best = votes.argmax(axis=1)
+        return np.where(votes[np.arange(len(q)), best] > 0, best - 1, OUTLIER)
+
+
+@dataclass
 class TopicModel:
     """BERTopic (UMAP -> HDBSCAN -> c-TF-IDF) on given embeddings, plus outlier reduction.
 
@@ -274,21 +309,40 @@ class TopicModel:
             calculate_probabilities=False,
         )
 
+    def sample_index(self, n: int) -> np.ndarray | None:
+        """The prompts BERTopic is fitted on (sorted), or ``None`` to fit on all ``n``."""
+        if self.fit_sample and n > self.fit_sample:
+            return np.sort(np.random.default_rng(self.seed).choice(n, size=self.fit_sample, replace=False))
+        return None
+
+    def fit_sample_model(self, docs: Sequence[str], embeddings: np.ndarray) -> tuple[Any, np.ndarray, "VoteAssigner"]:
+        """Fit BERTopic on these prompts: ``(model, their topics, an assigner for the rest)``."""
+        model = self._bertopic()
+        topics, _ = model.fit_transform(list(docs), embeddings)
+        topics = np.asarray(topics, dtype=int)
+        return model, topics, VoteAssigner.from_reducer(model.umap_model, embeddings, topics, self.assign_k)
+
     def fit(self, docs: Sequence[str], embeddings: np.ndarray) -> "TopicModel":
         docs = list(docs)
         n = len(docs)
         if n != len(embeddings):
             raise ValueError(f"{n} documents but {len(embeddings)} embeddings")
-        rng = np.random.default_rng(self.seed)
         t0 = time.perf_counter()
-        model = self._bertopic()
-        if self.fit_sample and n > self.fit_sample:
-            idx = np.sort(rng.choice(n, size=self.fit_sample, replace=False))
-            fit_topics, _ = model.fit_transform([docs[i] for i in idx], embeddings[idx])
-            topics = self._assign_rest(model.umap_model, embeddings, idx, np.asarray(fit_topics, dtype=int))
+        idx = self.sample_index(n)
+        if idx is not None:
+            model, fit_topics, assigner = self.fit_sample_model([docs[i] for i in idx], embeddings[idx])
+            topics = np.full(n, OUTLIER, dtype=int)
+            topics[idx] = fit_topics
+            rest = np.setdiff1d(np.arange(n), idx)
+            for s in range(0, len(rest), 8192):
+                topics[rest[s : s + 8192]] = assigner.assign(embeddings[rest[s : s + 8192]])
         else:
-            topics, _ = model.fit_transform(docs, embeddings)
-            topics = np.asarray(topics, dtype=int)
+            model, topics, _ = self.fit_sample_model(docs, embeddings)
+        return self.finish(model, docs, embeddings, topics, t0)
+
+    def finish(self, model: Any, docs: list[str], embeddings: np.ndarray, topics: np.ndarray, t0: float) -> "TopicModel":
+        """Outlier reduction, keywords over the final assignment, examples and labels (on every
+        prompt; the Ray engine calls this on the driver after assigning blocks remotely)."""
         self.outlier_share_before_ = float(np.mean(topics == OUTLIER))
         if self.outlier_strategy != "none" and (topics == OUTLIER).any() and (topics != OUTLIER).any():
             topics = self._reduce_outliers(topics, embeddings)
@@ -305,30 +359,6 @@ class TopicModel:
         if (topics == OUTLIER).any():
             self.labels_[OUTLIER] = "outliers"
         return self
-
-    def _assign_rest(self, reducer: Any, x: np.ndarray, fitted: np.ndarray, fit_topics: np.ndarray) -> np.ndarray:
-        """Topics for prompts outside the fitted sample: similarity-weighted vote of their
-        ``assign_k`` nearest fitted prompts (exact cosine kNN in the reducer's input space);
-        a prompt whose neighbours are all outliers stays an outlier."""
-        n = len(x)
-        topics = np.full(n, OUTLIER, dtype=int)
-        topics[fitted] = fit_topics
-        rest = np.setdiff1d(np.arange(n), fitted)
-        project = getattr(reducer, "project", None)
-        space = reducer.fit_space_ if hasattr(reducer, "fit_space_") else _unit(x[fitted])
-        n_topics = int(fit_topics.max()) + 2
-        for s in range(0, len(rest), 8192):
-            chunk = rest[s : s + 8192]
-            q = project(x[chunk]) if project else _unit(x[chunk])
-            nb, dist = exact_cosine_knn(space, self.assign_k, queries=q)
-            labels = fit_topics[nb] + 1  # shift so outliers are bin 0
-            w = (1.0 - dist).clip(min=1e-6)
-            votes = np.zeros((len(chunk), n_topics), dtype=np.float32)
-            np.add.at(votes, (np.repeat(np.arange(len(chunk)), nb.shape[1]), labels.ravel()), w.ravel())
-            votes[:, 0] = 0.0
-            best = votes.argmax(axis=1)
-            topics[chunk] = np.where(votes[np.arange(len(chunk)), best] > 0, best - 1, OUTLIER)
-        return topics
 
     def _reduce_outliers(self, topics: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Assign each outlier to the most cosine-similar topic centroid (BERTopic's

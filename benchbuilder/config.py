@@ -77,6 +77,20 @@ class SelectionConfig(_M):
     prefer_high_score: bool = True
 
 
+class EngineConfig(_M):
+    """Where the pipeline runs. ``local``: this process. ``ray``: Ray Data on the cluster at
+    ``address`` (``auto``: a running cluster; ``ray://HOST:PORT``: Ray Client; unset: a local
+    cluster started for the run with ``num_cpus`` CPUs)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = None
+    num_cpus: int | None = Field(default=None, ge=1)
+    block_size: int = Field(default=20_000, ge=1, description="prompts per Ray block (read, filter, embed, annotate shards)")
+    embed_actors: int = Field(default=1, ge=1)
+    annotate_actors: int = Field(default=2, ge=1)
+    object_store_mb: int = Field(default=2_000, ge=100, description="object store of a cluster started for the run")
+
+
 class BuildConfig(_M):
     output: str = "runs/benchbuilder"
     input: InputConfig
@@ -85,6 +99,7 @@ class BuildConfig(_M):
     clustering: ClusterConfig = Field(default_factory=ClusterConfig)
     annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
     endpoints: dict[str, Any] | None = None
     endpoints_file: str | None = None
     llm_cache: str | None = None  # default: <output>/llm_cache.sqlite

@@ -262,3 +262,18 @@ class Pipeline:
         out["questions"] = self.select()
         out["report"] = self.report()
         return out
+
+
+def make_pipeline(config: BuildConfig, engine: str | None = None, address: str | None = None, log: Log = _noop) -> Pipeline:
+    """The pipeline for ``engine`` (default: the config's ``engine.kind``); Ray is imported only
+    when asked for."""
+    kind = engine or config.engine.kind
+    if address is not None:
+        config = config.model_copy(update={"engine": config.engine.model_copy(update={"address": address})})
+    if kind == "ray":
+        from benchbuilder.ray_engine import RayPipeline
+
+        return RayPipeline(config, log=log)
+    if kind != "local":
+        raise InputError(f"unknown engine '{kind}' (local | ray)", field="--engine")
+    return Pipeline(config, log=log)
