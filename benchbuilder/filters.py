@@ -75,6 +75,10 @@ class LanguageFilter:
         return out
 
 
+def exact_key(text: str) -> str:
+    return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()
+
+
 @dataclass
 class ExactDedup:
     """Drop prompts equal to an earlier one after lower-casing and collapsing whitespace."""
@@ -83,7 +87,7 @@ class ExactDedup:
         seen: dict[str, PromptRecord] = {}
         out = []
         for r in records:
-            h = hashlib.sha256(normalize(r.prompt).encode("utf-8")).hexdigest()
+            h = exact_key(r.prompt)
             first = seen.get(h)
             if first is not None:
                 drops.add("duplicate", r.source, r.line, r.source_id, f"same as {first.source_id}")
@@ -166,18 +170,30 @@ def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
     return _optimal_param(threshold, num_perm, 0.5, 0.5)
 
 
-def band_keys(sig: np.ndarray, bands: int, rows: int) -> list[list[bytes]]:
-    """Per text, one bucket key per band (the band's band index and its rows' bytes)."""
-    return [[bytes([k]) + row[k * rows : (k + 1) * rows].tobytes() for k in range(bands)] for row in sig]
+def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """``(n, bands)`` int64 LSH bucket keys: each band's ``rows`` values folded into 64 bits,
+    salted with the band index. Integers rather than the band's bytes, so the Ray engine can
+    group ~10 keys per prompt in a shuffle; two different bands share a key with probability
+    2**-64, and a shared key is only a candidate (the signature agreement still decides)."""
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    keys = np.empty((len(sig), bands), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(bands):
+            h = np.full(len(sig), np.uint64(k + 1) * np.uint64(0xBF58476D1CE4E5B9), dtype=np.uint64)
+            for c in range(k * rows, (k + 1) * rows):
+                h = (h ^ sig[:, c]) * mult
+                h ^= h >> np.uint64(29)
+            keys[:, k] = h
+    return keys.view(np.int64)
 
 
 def greedy_near_duplicates(sig: np.ndarray, has: np.ndarray, threshold: float, bands: int, rows: int) -> list[int | None]:
     """For texts in order: ``None`` if kept, else the index of the earliest earlier KEPT text
     sharing an LSH bucket whose signature agreement is >= ``threshold``. The first of each
     near-duplicate group is kept; a text near only dropped texts is kept."""
-    buckets: dict[bytes, list[int]] = {}
+    buckets: dict[int, list[int]] = {}
     out: list[int | None] = []
-    for i, keys in enumerate(band_keys(sig, bands, rows)):
+    for i, keys in enumerate(band_keys(sig, bands, rows).tolist()):
         if not has[i]:
             out.append(None)
             continue
@@ -187,6 +203,20 @@ def greedy_near_duplicates(sig: np.ndarray, has: np.ndarray, threshold: float, b
         if dup is None:
             for k in keys:
                 buckets.setdefault(k, []).append(i)
+    return out
+
+
+def resolve_near_duplicates(n: int, pair_i: np.ndarray, pair_j: np.ndarray) -> list[int | None]:
+    """The greedy decision of :func:`greedy_near_duplicates` from confirmed candidate pairs
+    ``i < j`` (found any way, e.g. by a distributed shuffle on band keys): a text is dropped for
+    its earliest confirmed partner that was itself kept."""
+    order = np.lexsort((pair_i, pair_j))
+    out: list[int | None] = [None] * n
+    kept = np.ones(n, dtype=bool)
+    for i, j in zip(pair_i[order].tolist(), pair_j[order].tolist()):
+        if out[j] is None and kept[i]:
+            out[j] = i
+            kept[j] = False
     return out
 
 

@@ -293,34 +293,46 @@ def _row_id(row: Any, opts: IngestOptions, source: str, line: int) -> str:
     return f"{Path(source).name}:{line}"
 
 
+def prompt_from_row(line: int, row: Any, opts: IngestOptions, src: str, drops: DropLog) -> PromptRecord | None:
+    """One row's prompt record, or ``None`` after logging why it was dropped."""
+    sid = _row_id(row, opts, src, line)
+    try:
+        text, n_turns = extract_prompt(row, opts, source=src, line=line)
+    except _Skip as s:
+        drops.add(s.reason, src, line, sid, s.detail)
+        return None
+    if len(text.encode("utf-8", "surrogatepass")) > opts.max_bytes:
+        drops.add("too_large", src, line, sid, f"{len(text.encode('utf-8', 'surrogatepass'))} bytes > {opts.max_bytes}")
+        return None
+    text = text.strip()
+    if not text:
+        drops.add("empty", src, line, sid)
+        return None
+    return PromptRecord(source_id=sid, prompt=text, source=src, line=line, n_turns=n_turns)
+
+
+def check_unique_id(first_seen: dict[str, tuple[int, str]], rec: PromptRecord) -> None:
+    """An id names one prompt: the same id again with the same text is an exact duplicate (the
+    de-duplication filter drops it); with another text it would make ids ambiguous downstream
+    (annotations and question.jsonl are keyed by it), so it is an error."""
+    seen = first_seen.setdefault(rec.source_id, (rec.line, rec.prompt))
+    if seen[1] != rec.prompt:
+        raise InputError(f"duplicate id {rec.source_id!r} with a different prompt (first on line {seen[0]})", path=rec.source, line=rec.line, field="id")
+
+
 def read_prompts(source: str | Path, opts: IngestOptions | None = None, drops: DropLog | None = None) -> list[PromptRecord]:
     """All usable prompts of one source; unusable rows go to ``drops`` with their reason."""
     opts = opts or IngestOptions()
     drops = drops if drops is not None else DropLog()
     src = str(source)
     out: list[PromptRecord] = []
-    # An id names one prompt: the same id again with the same text is an exact duplicate (the
-    # de-duplication filter drops it); with another text it would make ids ambiguous downstream
-    # (annotations and question.jsonl are keyed by it), so it is an error.
     first_seen: dict[str, tuple[int, str]] = {}
     for line, row in iter_rows(source, opts):
-        sid = _row_id(row, opts, src, line)
-        try:
-            text, n_turns = extract_prompt(row, opts, source=src, line=line)
-        except _Skip as s:
-            drops.add(s.reason, src, line, sid, s.detail)
+        rec = prompt_from_row(line, row, opts, src, drops)
+        if rec is None:
             continue
-        if len(text.encode("utf-8", "surrogatepass")) > opts.max_bytes:
-            drops.add("too_large", src, line, sid, f"{len(text.encode('utf-8', 'surrogatepass'))} bytes > {opts.max_bytes}")
-            continue
-        text = text.strip()
-        if not text:
-            drops.add("empty", src, line, sid)
-            continue
-        seen = first_seen.setdefault(sid, (line, text))
-        if seen[1] != text:
-            raise InputError(f"duplicate id {sid!r} with a different prompt (first on line {seen[0]})", path=src, line=line, field="id")
-        out.append(PromptRecord(source_id=sid, prompt=text, source=src, line=line, n_turns=n_turns))
+        check_unique_id(first_seen, rec)
+        out.append(rec)
         if opts.limit and len(out) >= opts.limit:
             break
     return out
