@@ -51,6 +51,23 @@ def _okey(file_idx: int, line: int) -> int:
     return (file_idx << _LINE_BITS) | line
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A TCP connect to ``HOST:PORT`` (or ``ray://HOST:PORT``) before ``ray.init``, which would
+    otherwise retry an unreachable cluster for minutes. ``auto`` is left to Ray."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"expected auto, HOST:PORT or ray://HOST:PORT, got {address!r}", field="--address")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}", field="--address") from None
+
+
 # ----------------------------------------------------------------------------- read
 def jsonl_blocks(path: Path, block_lines: int) -> list[tuple[int, int, int]]:
     """``(start byte, end byte, first line)`` of consecutive ``block_lines``-line ranges; split
@@ -228,6 +245,8 @@ class RayPipeline(Pipeline):
             return
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR", "configure_logging": True}
+        if e.address:
+            check_reachable(e.address)
         try:
             if e.address:
                 ray.init(address=e.address, **kw)
@@ -235,7 +254,7 @@ class RayPipeline(Pipeline):
                 ray.init(num_cpus=e.num_cpus, object_store_memory=e.object_store_mb * 1024**2, **kw)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             msg = " ".join(str(exc).split())[:300]
-            raise InputError(f"cannot reach the Ray cluster: {msg}", field="engine.address" if e.address else "engine") from None
+            raise InputError(f"cannot reach the Ray cluster: {msg}", field="--address" if e.address else "engine") from None
         import logging
 
         logging.getLogger("ray.data").setLevel(logging.ERROR)
