@@ -47,7 +47,7 @@ class Pipeline:
         return Path(self.config.output)
 
     # ------------------------------------------------------------------ collaborators
-    def client(self, retry_failed: bool = False):
+    def client(self, retry_failed: bool = False, gate: Any = None):
         from arena.llm import LLMClient, ResponseCache, load_endpoints
         from arena.llm.endpoints import parse_endpoints
 
@@ -58,7 +58,7 @@ class Pipeline:
         if c.endpoints:
             eps.update(parse_endpoints(c.endpoints, source="config:endpoints"))
         cache = ResponseCache(c.llm_cache or self.out / "llm_cache.sqlite")
-        return LLMClient(eps, cache, retry_failed=retry_failed, ledger=self.ledger)
+        return LLMClient(eps, cache, retry_failed=retry_failed, ledger=self.ledger, gate=gate)
 
     def write_usage(self) -> None:
         """``usage.csv``: this run's calls so far, every stage and endpoint."""
@@ -167,7 +167,7 @@ class Pipeline:
     def annotate(self, *, retry_failed: bool | None = None, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
         import asyncio
 
-        from benchbuilder.annotate import AnnotationStage, Annotator, apply_thresholds
+        from benchbuilder.annotate import AnnotationStage, apply_thresholds
         from benchbuilder.cluster import load_assignments
 
         c = self.config
@@ -186,10 +186,9 @@ class Pipeline:
             try:
                 for sc in c.annotation.stages:
                     stage = AnnotationStage(**sc.model_dump())
-                    ann = Annotator(client, stage, self.out / "annotations" / f"{stage.name}.jsonl", retry=retry)
-                    res = await ann.arun({sid: recs[sid]["prompt"] for sid in alive}, progress)
+                    res, requests = await self.annotate_stage(client, stage, {sid: recs[sid]["prompt"] for sid in alive}, retry, progress)
                     kept, means, drops = apply_thresholds(res, clusters, stage)
-                    info = {"stage": stage.name, "endpoint": stage.endpoint, "input": len(alive), "requests": ann.requests_, "annotated_ok": sum(a.status == "ok" for a in res.values()), "kept": len(kept), "dropped": drops, "clusters_kept": len({clusters[s] for s in kept})}
+                    info = {"stage": stage.name, "endpoint": stage.endpoint, "input": len(alive), "requests": requests, "annotated_ok": sum(a.status == "ok" for a in res.values()), "kept": len(kept), "dropped": drops, "clusters_kept": len({clusters[s] for s in kept})}
                     self.log(f"stage {stage.name}: {info}")
                     summary["stages"].append(info)
                     alive = kept
@@ -202,6 +201,14 @@ class Pipeline:
         self.write_usage()
         summary["usage"] = self.ledger.to_frame()
         return summary
+
+    async def annotate_stage(self, client: Any, stage: Any, prompts: dict[str, str], retry: bool, progress: Callable[[Any], None] | None) -> tuple[dict[str, Any], int]:
+        """One stage's annotations of ``prompts`` (resumed from its file) and the calls it asked."""
+        from benchbuilder.annotate import Annotator
+
+        ann = Annotator(client, stage, self.out / "annotations" / f"{stage.name}.jsonl", retry=retry)
+        res = await ann.arun(prompts, progress)
+        return res, ann.requests_
 
     def _final_annotations(self):
         from benchbuilder.annotate import load_annotations

@@ -114,6 +114,9 @@ class LLMClient:
         with full jitter in [0.5, 1]).
     environ: where API keys are read from (defaults to ``os.environ``).
     seed: seeds the jitter so retry timing is reproducible in tests.
+    gate: optional ``gate(endpoint_name)`` returning an async context manager held around every
+        attempt, on top of this client's own limits: how several processes (the Ray engine's
+        workers) share one endpoint's concurrency and rate limits.
     """
 
     def __init__(
@@ -127,8 +130,10 @@ class LLMClient:
         backoff_max: float = 60.0,
         environ: Mapping[str, str] | None = None,
         seed: int | None = None,
+        gate: Callable[[str], Any] | None = None,
     ):
         self.endpoints = dict(endpoints)
+        self._gate = gate
         self.cache = cache
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.retry_failed = retry_failed
@@ -336,7 +341,7 @@ class LLMClient:
                 if limiter is not None:
                     await limiter.wait()
                 self._check_halted()
-                task = asyncio.ensure_future(attempt())
+                task = asyncio.ensure_future(self._gated(ep.name, attempt))
                 self._attempts.add(task)
                 try:
                     return await task, attempts, None
@@ -358,6 +363,12 @@ class LLMClient:
                     return None, attempts, self.scrub(f"HTTP {exc.status_code}: {exc.message}")
                 finally:
                     self._attempts.discard(task)
+
+    async def _gated(self, name: str, attempt: Callable[[], Awaitable[Any]]) -> Any:
+        if self._gate is None:
+            return await attempt()
+        async with self._gate(name):
+            return await attempt()
 
     async def _quiet(self) -> None:
         """Wait until no call is between asking and storing, so that when the run stops (the
