@@ -170,7 +170,7 @@ def read_block(batch: dict[str, np.ndarray], opts: IngestOptions) -> dict[str, l
                 else:
                     emit(line, rec.source_id, rec.prompt, rec.n_turns, "", "", "")
         except InputError as exc:
-            emit(exc.line or 0, None, "", 0, "", "", json.dumps({"message": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}))
+            emit(exc.line or 0, None, "", 0, "", "", json.dumps({"message": exc.reason, "path": exc.path, "line": exc.line, "field": exc.field}))
     return cols
 
 
@@ -477,3 +477,13 @@ class RayPipeline(Pipeline):
         self.log(f"{st.n_topics} topics, largest {st.largest_share:.1%}, outliers before reduction {st.outlier_share_before:.1%}")
         self.write_usage()
         return st.to_dict()
+
+    # --------------------------------------------------------------- annotate
+    async def annotate_stage(self, client: Any, stage: Any, prompts: dict[str, str], retry: bool, progress: Any) -> tuple[dict[str, Any], int]:
+        from benchbuilder.ray_annotate import annotate_stage_ray
+
+        t0 = time.perf_counter()
+        with self.ray() as ray:
+            res = annotate_stage_ray(self, ray, stage, prompts, retry=retry, progress=progress)
+        self._time(f"annotate:{stage.name}", t0, len(prompts))
+        return res

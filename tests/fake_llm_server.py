@@ -71,6 +71,8 @@ class State:
         self.compiled = [(re.compile(r["match"], re.S), r) for r in config.get("rules", [])]
         self.last_auth = ""
         self.last_dist = None
+        self.inflight = 0
+        self.peak_inflight = 0
 
     def stats(self) -> dict:
         return {
@@ -82,6 +84,7 @@ class State:
             "status": dict(self.status_counts),
             "by_key": dict(self.by_key),
             "ok_by_key": dict(self.ok_by_key),
+            "peak_inflight": self.peak_inflight,
         }
 
 
@@ -251,7 +254,13 @@ async def route(method: str, path: str, body: bytes, state: State):
     attempt = state.by_key[key]
     latency = cfg.get("latency", 0.0)
     if latency:
-        await asyncio.sleep(latency)
+        # requests served at once (the latency is when they overlap): what shared limits bound
+        state.inflight += 1
+        state.peak_inflight = max(state.peak_inflight, state.inflight)
+        try:
+            await asyncio.sleep(latency)
+        finally:
+            state.inflight -= 1
     faults = cfg.get("faults", {})
     if cfg.get("echo_auth_401"):
         return 401, {"error": {"message": f"Incorrect API key provided: {headers_auth(state)}"}}, {}, None
