@@ -95,7 +95,7 @@ def test_engines_agree_with_remote_topic_assignment(ray_cluster, tmp_path):
     _same_outputs(tmp_path / "local", tmp_path / "ray")
     ing = json.loads((tmp_path / "ray" / "ingest.json").read_text())
     # every planted kind of drop happened, across blocks of 150 lines
-    assert ing["dropped"]["duplicate"] >= 24 and ing["dropped"]["near_duplicate"] >= 15 and ing["dropped"]["language"] >= 1 and ing["dropped"]["non_string"] == 1
+    assert ing["dropped"]["duplicate"] >= 24 and ing["dropped"]["near_duplicate"] >= 10 and ing["dropped"]["language"] >= 1 and ing["dropped"]["non_string"] == 1
     eng = json.loads((tmp_path / "ray" / "engine.json").read_text())
     assert {"read+prepare", "embed", "topics+assign"} <= set(eng["stages"])
 
