@@ -46,6 +46,20 @@ class EmbeddingConfig(_M):
     endpoint: str | None = None
 
 
+class ContaminationConfig(_M):
+    """The freshness and contamination gate (see benchbuilder/contamination.py)."""
+
+    enabled: bool = True
+    # None: arena-hard v0.1/v2.0, MT-bench and AlpacaEval from ../shared/data/prompts (skipped
+    # with a warning where absent); a list replaces them (add an earlier question.jsonl here)
+    references: list[str] | None = None
+    extra_references: list[str] = Field(default_factory=list)
+    # None: the value calibrated for the embedding backend (bench/contamination_gate.py)
+    threshold: float | None = Field(default=None, gt=0, le=1)
+    lexical: float | None = Field(default=0.6, gt=0, le=1, description="word-set Jaccard with one of the 5 nearest references; null turns the lexical leg off")
+    action: Literal["drop", "keep"] = "drop"
+
+
 class ClusterConfig(_M):
     reducer: dict[str, Any] = Field(default_factory=dict)
     hdbscan: dict[str, Any] = Field(default_factory=dict)
@@ -97,6 +111,7 @@ class BuildConfig(_M):
     filters: FilterConfig = Field(default_factory=FilterConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     clustering: ClusterConfig = Field(default_factory=ClusterConfig)
+    contamination: ContaminationConfig = Field(default_factory=ContaminationConfig)
     annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)

@@ -225,7 +225,9 @@ class CachedEmbedder:
         self.cache_hits_ = 0
         self.computed_ = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, postprocess: bool = True) -> np.ndarray:
+        """Vectors of ``texts``; ``postprocess=False`` skips the backend's corpus-level step
+        (centring), for comparisons against vectors of another corpus."""
         hashes = [text_hash(t) for t in texts]
         found = self.cache.get_many(self.name, hashes) if self.cache else {}
         missing_idx = [i for i, h in enumerate(hashes) if h not in found]
@@ -247,5 +249,5 @@ class CachedEmbedder:
             if self.progress:
                 self.progress(done, len(todo_items))
         x = np.vstack([found[h] for h in hashes]).astype(np.float32) if hashes else np.zeros((0, 0), dtype=np.float32)
-        post = getattr(self.backend, "postprocess", None)
+        post = getattr(self.backend, "postprocess", None) if postprocess else None
         return post(x) if post else x

@@ -125,6 +125,7 @@ class Pipeline:
             # A failed run never overwrites earlier outputs with nothing.
             raise InputError("the input holds no prompts; earlier outputs were left as they are", path=", ".join(map(str, c.input.paths)), field="input.paths")
         records = run_filters(records, filters, drops)
+        records = self.gate(records, drops)
         if not records:
             raise InputError(f"no prompt survived ingestion ({n_read} read, dropped: {dict(drops.counts())}); earlier outputs were left as they are",
                              path=", ".join(map(str, c.input.paths)), field="input.paths")
@@ -134,6 +135,45 @@ class Pipeline:
         summary = {"read": n_read, "kept": len(records), "dropped": drops.counts()}
         write_json(self.out / "ingest.json", summary)
         return summary
+
+    def embed_texts(self, texts: list[str], *, postprocess: bool = True) -> np.ndarray:
+        return self.embedder().embed(texts, postprocess=postprocess)
+
+    def gate(self, records: list[Any], drops: Any) -> list[Any]:
+        """The contamination gate over the filtered prompts: flags go to ``contamination.jsonl``
+        and ``contamination.json``; with ``action: drop`` flagged prompts are dropped (reason
+        ``contaminated``)."""
+        from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references
+
+        g = self.config.contamination
+        if not g.enabled or not records:
+            return records
+        root = Path(__file__).resolve().parents[1]
+        defaults = g.references is None
+        paths = [str(root / p) for p in DEFAULT_REFERENCES] if defaults else list(g.references)
+        refs = load_references(paths, defaults=defaults, warn=self.log) + load_references(g.extra_references, defaults=False, warn=self.log)
+        if not refs:
+            return records
+        threshold = g.threshold if g.threshold is not None else CALIBRATED_THRESHOLDS[self.config.embedding.backend]
+        x = self.embed_texts([r.prompt for r in records], postprocess=False)
+        ref_x = self.embed_texts([r.text for r in refs], postprocess=False)
+        flags = flag([r.source_id for r in records], [r.prompt for r in records], x, refs, ref_x, threshold, lexical=g.lexical)
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_jsonl(self.out / "contamination.jsonl", (f.to_dict() for f in flags))
+        by_ref: dict[str, int] = {}
+        for f in flags:
+            by_ref[f.reference] = by_ref.get(f.reference, 0) + 1
+        write_json(self.out / "contamination.json", {"checked": len(records), "flagged": len(flags), "threshold": threshold, "lexical": g.lexical,
+                                                     "action": g.action, "references": len(refs), "flagged_by_reference": by_ref})
+        self.log(f"contamination gate: {len(flags)} of {len(records)} prompts within {threshold} of {len(refs)} benchmark prompts ({g.action})")
+        if g.action == "keep" or not flags:
+            return records
+        hit = {f.source_id: f for f in flags}
+        for r in records:
+            if r.source_id in hit:
+                f = hit[r.source_id]
+                drops.add("contaminated", r.source, r.line, r.source_id, f"{f.similarity} {f.reference}:{f.reference_id}")
+        return [r for r in records if r.source_id not in hit]
 
     def prompts(self) -> dict[str, dict[str, Any]]:
         path = self.out / "prompts.jsonl"
@@ -260,7 +300,21 @@ class Pipeline:
             extra["clustering"] = meta["stats"]
         if first:
             extra["annotation stage used for Table 1 / Figure 2"] = self.config.annotation.stages[0].name
-        return write_report(self.out / "report", table, [a.criteria for a in ok.values()], extra)
+        sections = []
+        cont = self.out / "contamination.json"
+        if cont.exists():
+            summ = json.loads(cont.read_text())
+            extra["contamination gate"] = (f"{summ['flagged']} of {summ['checked']} prompts flagged (cosine >= {summ['threshold']} or word overlap >= {summ['lexical']}), "
+                                           f"action {summ['action']}; by reference: {summ['flagged_by_reference']}")
+            import pandas as pd
+
+            flags = [r for _, r in read_jsonl(self.out / "contamination.jsonl")]
+            rows = [{"similarity": f["similarity"], "prompt": str(f.get("prompt", ""))[:160],
+                     "nearest benchmark prompt": f["reference_text"][:160], "reference": f"{f['reference']}:{f['reference_id']}"} for f in flags]
+            if rows:
+                sections.append(("Contamination gate: flagged prompts and their nearest benchmark prompts",
+                                 pd.DataFrame(rows).sort_values("similarity", ascending=False).head(50)))
+        return write_report(self.out / "report", table, [a.criteria for a in ok.values()], extra, sections)
 
     def build(self, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"ingest": self.ingest(), "cluster": self.cluster()}

@@ -373,7 +373,7 @@ class RayPipeline(Pipeline):
                     m, first_m = cand[pos], cand[d]
                     keep[m] = False
                     drops.add("near_duplicate", recs[m].source, recs[m].line, recs[m].source_id, f"near {recs[first_m].source_id}")
-        kept = [r for r, k in zip(recs, keep) if k]
+        kept = self.gate([r for r, k in zip(recs, keep) if k], drops)
         if not kept:
             raise InputError(f"no prompt survived ingestion ({n_read} read, dropped: {dict(drops.counts())}); earlier outputs were left as they are",
                              path=", ".join(map(str, c.input.paths)), field="input.paths")
@@ -415,13 +415,11 @@ class RayPipeline(Pipeline):
         return resolve_near_duplicates(len(okeys), pi[ok], pj[ok])
 
     # --------------------------------------------------------------- embed
-    def embed(self) -> np.ndarray:
+    def embed_texts(self, texts: list[str], *, postprocess: bool = True) -> np.ndarray:
+        """The local engine's cached embedding, with the missing texts embedded by the actor pool."""
         from benchbuilder.embed import text_hash
 
-        recs = self.prompts()
-        texts = [r["prompt"] for r in recs.values()]
         emb = self.embedder()
-        t0 = time.perf_counter()
         hashes = [text_hash(t) for t in texts]
         found = emb.cache.get_many(emb.name, hashes) if emb.cache else {}
         todo: dict[str, str] = {}
@@ -439,11 +437,18 @@ class RayPipeline(Pipeline):
                 emb.cache.put_many(emb.name, [h for h, _ in items], vecs)
             for (h, _), v in zip(items, vecs):
                 found[h] = v
+        self.embedded_ = (len(texts) - len(todo), len(todo))
         x = np.vstack([found[h] for h in hashes]).astype(np.float32) if hashes else np.zeros((0, 0), dtype=np.float32)
-        post = getattr(emb.backend, "postprocess", None)
-        x = post(x) if post else x
-        self._time("embed", t0, len(todo))
-        self.log(f"embedded {len(recs)} prompts with {emb.name} ({len(texts) - len(todo)} cached, {len(todo)} computed)")
+        post = getattr(emb.backend, "postprocess", None) if postprocess else None
+        return post(x) if post else x
+
+    def embed(self) -> np.ndarray:
+        recs = self.prompts()
+        t0 = time.perf_counter()
+        x = self.embed_texts([r["prompt"] for r in recs.values()])
+        cached, computed = self.embedded_
+        self._time("embed", t0, computed)
+        self.log(f"embedded {len(recs)} prompts with {self.embedder().name} ({cached} cached, {computed} computed)")
         return x
 
     # --------------------------------------------------------------- topics

@@ -59,7 +59,8 @@ def _md(df: pd.DataFrame) -> str:
     def cell(v: object) -> str:
         if isinstance(v, float):
             return "" if np.isnan(v) else f"{v:.3f}"
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        # cells hold prompts (untrusted): no live markup when the markdown is rendered as HTML
+        return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
 
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "|" + "---|" * len(df.columns)
@@ -67,7 +68,8 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
-def write_report(out_dir: str | Path, table: pd.DataFrame, criteria: Sequence[Sequence[int]], extra: Mapping[str, object] | None = None) -> dict[str, Path]:
+def write_report(out_dir: str | Path, table: pd.DataFrame, criteria: Sequence[Sequence[int]], extra: Mapping[str, object] | None = None,
+                 sections: Sequence[tuple[str, pd.DataFrame]] = ()) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"cluster_table": out / "cluster_table.csv", "figure": out / "mean_score_per_cluster.html", "markdown": out / "report.md"}
@@ -81,6 +83,8 @@ def write_report(out_dir: str | Path, table: pd.DataFrame, criteria: Sequence[Se
         mean_score_figure(table).write_html(paths["figure"], include_plotlyjs="cdn")
     else:
         paths.pop("figure")
+    for title, df in sections:
+        lines += ["", f"## {title}", "", _md(df)]
     lines += ["", "## Clusters", "", _md(table)]
     paths["markdown"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     return paths
