@@ -146,7 +146,14 @@ class Model2VecEmbedder:
         """Corpus-level step applied after the cache (depends on the whole set, so not cached)."""
         if not self.center or len(x) == 0:
             return x
-        return _l2_normalize(x - x.mean(axis=0, keepdims=True))
+        # A text of unknown tokens only is a zero vector and stays one (centring would turn it
+        # into minus the mean, a direction every such text would share).
+        zero = np.linalg.norm(x, axis=1) == 0
+        if zero.all():
+            return x
+        out = _l2_normalize(x - x[~zero].mean(axis=0, keepdims=True))
+        out[zero] = 0.0
+        return out
 
 
 class OpenAIEmbedder:
