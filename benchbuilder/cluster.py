@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from arena.io.jsonl import read_jsonl, write_json, write_jsonl
 
@@ -166,6 +166,7 @@ class LLMLabeller:
     template: str = "benchbuilder_cluster_label"
     n_examples: int = 5
     example_chars: int = 300
+    stage: str = "cluster_label"
 
     def label(self, keywords: dict[int, list[str]], examples: dict[int, list[str]]) -> dict[int, str]:
         import asyncio
@@ -183,7 +184,7 @@ class LLMLabeller:
                     keywords=", ".join(keywords[t][:10]),
                     examples="\n".join(f"- {' '.join(e.split())[: self.example_chars]}" for e in examples.get(t, [])[: self.n_examples]),
                 )}],
-                template_version=tpl.version, stage="cluster_label", meta={"topic": t},
+                template_version=tpl.version, stage=self.stage, meta={"topic": t},
             )
             for t in topics
         ]
@@ -291,20 +292,31 @@ class TopicModel:
     seed: int = 0
     n_examples: int = 5
     assign_k: int = 10
+    # KeyBERT-style keywords: the top ``n_candidates`` c-TF-IDF words reordered by MMR over
+    # their embeddings (``embed_words``, the run's own embedder); without it, c-TF-IDF order
+    n_candidates: int = 30
+    mmr_diversity: float = 0.15
+    embed_words: Callable[[list[str]], np.ndarray] | None = None
+    # broad categories over the topics (benchbuilder/hierarchy.py); None: no second level
+    categories: tuple[int, int] | None = (8, 25)
+    category_labeller: Labeller | None = None
 
     def _bertopic(self):
         from bertopic import BERTopic
         from bertopic.vectorizers import ClassTfidfTransformer
-        from sklearn.feature_extraction.text import CountVectorizer
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+
+        from benchbuilder.hierarchy import FILLER_WORDS
 
         return BERTopic(
             umap_model=self.umap.build(self.seed),
             hdbscan_model=self.hdbscan.build(),
             # No min_df: c-TF-IDF counts over one document per *topic*, so min_df=2 would delete
-            # exactly the words unique to a topic.
-            vectorizer_model=CountVectorizer(stop_words="english", max_features=50_000, token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z0-9_+#-]+\b"),
+            # exactly the words unique to a topic. Tokens of 26+ characters (paths, hashes,
+            # identifiers glued together) are no words anyone would label a topic with.
+            vectorizer_model=CountVectorizer(stop_words=sorted(ENGLISH_STOP_WORDS | FILLER_WORDS), max_features=50_000, token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z0-9_+#-]{1,24}\b"),
             ctfidf_model=ClassTfidfTransformer(reduce_frequent_words=True),
-            top_n_words=self.top_n_words,
+            top_n_words=self.n_candidates,
             min_topic_size=self.hdbscan.min_cluster_size,
             calculate_probabilities=False,
         )
@@ -328,17 +340,23 @@ class TopicModel:
         if n != len(embeddings):
             raise ValueError(f"{n} documents but {len(embeddings)} embeddings")
         t0 = time.perf_counter()
-        idx = self.sample_index(n)
-        if idx is not None:
-            model, fit_topics, assigner = self.fit_sample_model([docs[i] for i in idx], embeddings[idx])
-            topics = np.full(n, OUTLIER, dtype=int)
-            topics[idx] = fit_topics
-            rest = np.setdiff1d(np.arange(n), idx)
-            for s in range(0, len(rest), 8192):
-                topics[rest[s : s + 8192]] = assigner.assign(embeddings[rest[s : s + 8192]])
-        else:
-            model, topics, _ = self.fit_sample_model(docs, embeddings)
+        fit_rows, rest = self.plan(embeddings)
+        model, fit_topics, assigner = self.fit_sample_model([docs[i] for i in fit_rows], embeddings[fit_rows])
+        topics = np.full(n, OUTLIER, dtype=int)
+        topics[fit_rows] = fit_topics
+        for s in range(0, len(rest), 8192):
+            topics[rest[s : s + 8192]] = assigner.assign(embeddings[rest[s : s + 8192]])
         return self.finish(model, docs, embeddings, topics, t0)
+
+    def plan(self, embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows BERTopic is fitted on, rows assigned afterwards)``. Rows with a zero vector (a
+        text made only of tokens the embedder does not know) are in neither: they stay topic -1,
+        "outliers", rather than being placed by a meaningless direction."""
+        usable = np.flatnonzero(np.linalg.norm(embeddings, axis=1) > 0)
+        idx = self.sample_index(len(usable))
+        if idx is None:
+            return usable, np.zeros(0, dtype=int)
+        return usable[idx], np.setdiff1d(usable, usable[idx])
 
     def finish(self, model: Any, docs: list[str], embeddings: np.ndarray, topics: np.ndarray, t0: float) -> "TopicModel":
         """Outlier reduction, keywords over the final assignment, examples and labels (on every
@@ -347,18 +365,70 @@ class TopicModel:
         if self.outlier_strategy != "none" and (topics == OUTLIER).any() and (topics != OUTLIER).any():
             topics = self._reduce_outliers(topics, embeddings)
         # c-TF-IDF keywords over the final assignment (BERTopic's update_topics).
-        model.update_topics(docs, topics=topics.tolist(), top_n_words=self.top_n_words, vectorizer_model=model.vectorizer_model, ctfidf_model=model.ctfidf_model)
-        self.seconds_ = time.perf_counter() - t0
+        model.update_topics(docs, topics=topics.tolist(), top_n_words=self.n_candidates, vectorizer_model=model.vectorizer_model, ctfidf_model=model.ctfidf_model)
         self.model_ = model
         self.topics_ = topics
-        self.keywords_ = {int(t): [w for w, _ in (model.get_topic(t) or []) if w] for t in sorted(set(topics.tolist())) if t != OUTLIER}
+        ids = sorted(t for t in set(topics.tolist()) if t != OUTLIER)
+        self.centroids_ = self._centroids(embeddings, topics, ids)
+        cands = {t: [w for w, _ in (model.get_topic(t) or []) if w] for t in ids}
+        self.keywords_ = self._rank_words(cands, self.centroids_, self.top_n_words)
         self.examples_ = self._examples(docs, embeddings, topics)
         labeller = self.labeller or KeywordLabeller()
         raw = labeller.label(self.keywords_, self.examples_)
         self.labels_ = distinct_labels({t: raw.get(t, "") or " / ".join(self.keywords_[t][:4]) for t in self.keywords_}, self.keywords_)
         if (topics == OUTLIER).any():
             self.labels_[OUTLIER] = "outliers"
+        self._categorise(model, topics, ids)
+        self.seconds_ = time.perf_counter() - t0
         return self
+
+    def _centroids(self, x: np.ndarray, topics: np.ndarray, ids: list[int]) -> dict[int, np.ndarray]:
+        xn = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        return {t: xn[topics == t].mean(axis=0) for t in ids}
+
+    def _rank_words(self, cands: dict[int, list[str]], targets: dict[int, np.ndarray], n: int) -> dict[int, list[str]]:
+        """Each group's candidate words in MMR order against its centroid (first ``n``); in
+        c-TF-IDF order without a word embedder."""
+        if self.embed_words is None:
+            return {t: c[:n] for t, c in cands.items()}
+        from benchbuilder.hierarchy import mmr
+
+        vocab = sorted({w for c in cands.values() for w in c})
+        vecs = np.asarray(self.embed_words(vocab)) if vocab else np.zeros((0, 1))
+        row = {w: i for i, w in enumerate(vocab)}
+        return {t: [c[i] for i in mmr(targets[t], vecs[[row[w] for w in c]], n, self.mmr_diversity, c)] if c else [] for t, c in cands.items()}
+
+    def _categorise(self, model: Any, topics: np.ndarray, ids: list[int]) -> None:
+        """The second level: broad categories over the topics, their keywords (pooled c-TF-IDF
+        of the member topics, reordered by MMR) and labels (the category labeller's, or the top
+        three keywords)."""
+        from benchbuilder.hierarchy import group_topics, pooled_term_scores
+
+        self.category_of_: dict[int, int] = {}
+        self.category_labels_: dict[int, str] = {}
+        self.category_keywords_: dict[int, list[str]] = {}
+        if self.categories is None or not ids:
+            return
+        sizes = Counter(int(t) for t in topics)
+        cats = group_topics(ids, np.vstack([self.centroids_[t] for t in ids]), [sizes[t] for t in ids], lo=self.categories[0], hi=self.categories[1], seed=self.seed)
+        # candidates: the member topics' own keywords (already distinctive), each scored by the
+        # size-weighted c-TF-IDF mass it has across the members; pooled c-TF-IDF over all the
+        # vocabulary favours words common to everything ("way / say / good")
+        rows = {t: i for i, t in enumerate(sorted(set(topics.tolist())))}  # c_tf_idf_ rows: sorted topic ids, -1 first
+        index = {w: i for i, w in enumerate(model.vectorizer_model.get_feature_names_out())}
+        cands = {}
+        for c, members in cats.members().items():
+            score = pooled_term_scores(model.c_tf_idf_[[rows[t] for t in members]], [sizes[t] for t in members])
+            words = sorted({w for t in members for w in self.keywords_[t] if w in index}, key=lambda w: (-score[index[w]], w))
+            cands[c] = words[: self.n_candidates]
+        self.category_of_ = dict(cats.of_topic)
+        self.category_keywords_ = self._rank_words(cands, dict(enumerate(cats.centroids)), self.top_n_words)
+        members = {c: sorted(m, key=lambda t: -sizes[t]) for c, m in cats.members().items()}
+        raw = {}
+        if self.category_labeller is not None:
+            raw = self.category_labeller.label(self.category_keywords_, {c: [self.labels_[t] for t in m] for c, m in members.items()})
+        self.category_labels_ = distinct_labels({c: raw.get(c, "") or " / ".join(self.category_keywords_[c][:3]) for c in members}, self.category_keywords_)
+        self.category_silhouette_ = cats.silhouette
 
     def _reduce_outliers(self, topics: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Assign each outlier to the most cosine-similar topic centroid (BERTopic's
@@ -369,7 +439,7 @@ class TopicModel:
         cent = np.vstack([xn[topics == t].mean(axis=0) for t in ids])
         cent /= np.maximum(np.linalg.norm(cent, axis=1, keepdims=True), 1e-12)
         out = topics.copy()
-        mask = topics == OUTLIER
+        mask = (topics == OUTLIER) & (np.linalg.norm(x, axis=1) > 0)  # zero vectors stay outliers
         sims = xn[mask] @ cent.T
         best = sims.argmax(axis=1)
         ok = sims[np.arange(len(best)), best] >= self.outlier_threshold
@@ -383,7 +453,7 @@ class TopicModel:
         out: dict[int, list[str]] = {}
         for t in self.keywords_:
             idx = np.nonzero(topics == t)[0]
-            c = xn[idx].mean(axis=0)
+            c = self.centroids_[t]
             order = idx[np.argsort(-(xn[idx] @ c))]
             out[t] = [docs[i] for i in order[: self.n_examples]]
         return out
@@ -398,14 +468,31 @@ class TopicModel:
             labels_distinct=len(set(s.lower() for s in labs)) == len(labs), seconds_reduce_cluster=self.seconds_,
         )
 
+    def hierarchy(self) -> dict[str, Any]:
+        """The category level for ``topics.json``: ``category_of`` (topic -> category) and per
+        category its label, keywords, prompt count and topics (largest first)."""
+        if not getattr(self, "category_of_", None):
+            return {}
+        sizes = Counter(int(t) for t in self.topics_)
+        cats: dict[str, Any] = {}
+        for c, label in sorted(self.category_labels_.items()):
+            members = sorted((t for t, k in self.category_of_.items() if k == c), key=lambda t: (-sizes[t], t))
+            cats[str(c)] = {"label": label, "keywords": self.category_keywords_[c], "prompts": sum(sizes[t] for t in members), "topics": members}
+        if OUTLIER in sizes:
+            self.category_of_[OUTLIER] = -1
+            cats["-1"] = {"label": "outliers", "keywords": [], "prompts": sizes[OUTLIER], "topics": [OUTLIER]}
+        return {"category_of": {str(t): c for t, c in sorted(self.category_of_.items())}, "categories": cats,
+                "silhouette": {str(k): round(v, 4) for k, v in getattr(self, "category_silhouette_", {}).items()}}
+
     def topic_table(self) -> pd.DataFrame:
         counts = Counter(int(v) for v in self.topics_)
         rows = [{"topic": t, "label": self.labels_.get(t, ""), "size": counts[t], "keywords": ", ".join(self.keywords_.get(t, [])[:8])} for t in sorted(counts)]
         return pd.DataFrame(rows).sort_values("size", ascending=False).reset_index(drop=True)
 
 
-def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, labels: dict[int, str], keywords: dict[int, list[str]], stats: ClusterStats | None = None, examples: dict[int, list[str]] | None = None) -> None:
-    """Persist ``clusters.jsonl`` (one line per prompt) and ``topics.json`` beside it."""
+def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, labels: dict[int, str], keywords: dict[int, list[str]], stats: ClusterStats | None = None, examples: dict[int, list[str]] | None = None, hierarchy: dict[str, Any] | None = None) -> None:
+    """Persist ``clusters.jsonl`` (one line per prompt) and ``topics.json`` beside it (labels,
+    keywords, stats, examples and, where there is one, the category level)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(path, ({"source_id": sid, "cluster": int(t), "label": labels.get(int(t), "")} for sid, t in zip(ids, topics)))
@@ -414,7 +501,25 @@ def save_assignments(path: str | Path, ids: Sequence[str], topics: np.ndarray, l
         meta["stats"] = stats.to_dict()
     if examples is not None:  # representative prompts (nearest the topic centroid), shortened
         meta["examples"] = {str(k): [" ".join(e.split())[:300] for e in v] for k, v in examples.items()}
+    if hierarchy:
+        meta["hierarchy"] = hierarchy
     write_json(path.with_name("topics.json"), meta)
+
+
+def save_topic_model(path: str | Path, ids: Sequence[str], tm: "TopicModel") -> ClusterStats:
+    """:func:`save_assignments` for a fitted model (both engines end their cluster stage here)."""
+    st = tm.stats()
+    save_assignments(path, ids, tm.topics_, tm.labels_, tm.keywords_, st, tm.examples_, tm.hierarchy())
+    return st
+
+
+def load_categories(path: str | Path) -> dict[int, str]:
+    """Topic id -> broad category label from ``topics.json`` beside ``clusters.jsonl`` (empty
+    for a run without the category level; outliers map to ``outliers``)."""
+    meta = json.loads(Path(path).with_name("topics.json").read_text(encoding="utf-8"))
+    h = meta.get("hierarchy") or {}
+    cats = h.get("categories", {})
+    return {int(t): cats[str(c)]["label"] for t, c in h.get("category_of", {}).items()}
 
 
 def load_assignments(path: str | Path) -> tuple[dict[str, int], dict[int, str]]:

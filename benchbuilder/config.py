@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from arena.io.configfile import read_yaml, validation_error
 
@@ -37,7 +37,11 @@ class FilterConfig(_M):
 
 
 class EmbeddingConfig(_M):
-    backend: Literal["model2vec", "minilm", "openai"] = "model2vec"
+    # auto: all-MiniLM-L6-v2 up to `static_above` prompts (partner recall@10 on arena-hard v0.1
+    # 46.6%; ~60 prompts/s on 2 cores, so 20k prompts in ~6 min), the static model2vec table
+    # above (33.0%, ~70x faster: 1M prompts in ~4 min instead of ~5 h); bench/embedding_quality.py
+    backend: Literal["auto", "model2vec", "minilm", "openai"] = "auto"
+    static_above: int = Field(default=20_000, ge=0)
     cache: str = ".cache/benchbuilder/embeddings.sqlite"
     model_dir: str = ".cache/benchbuilder/models"
     pca_dims: int = 256
@@ -68,6 +72,18 @@ class ClusterConfig(_M):
     labeller: Literal["keywords", "llm"] = "keywords"
     label_endpoint: str | None = None
     seed: int = 0
+    # mmr: KeyBERT-style keywords (top c-TF-IDF words reordered by MMR over their embeddings);
+    # ctfidf: c-TF-IDF order
+    keywords: Literal["mmr", "ctfidf"] = "mmr"
+    # broad categories over the topics: the count is chosen in [min, max] by silhouette; null: none
+    categories: tuple[int, int] | None = (8, 25)
+
+    @field_validator("categories")
+    @classmethod
+    def _range(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and not 2 <= v[0] <= v[1]:
+            raise ValueError(f"need 2 <= min <= max, got {list(v)}")
+        return v
 
 
 class StageConfig(_M):
@@ -87,7 +103,9 @@ class AnnotationConfig(_M):
 class SelectionConfig(_M):
     n: int = 500
     seed: int = 0
-    category: str = "benchbuilder"
+    # null: each prompt's broad topic category (the topic itself goes to `subcategory`); a
+    # string: this one category for every prompt
+    category: str | None = None
     prefer_high_score: bool = True
 
 

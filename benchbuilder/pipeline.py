@@ -66,13 +66,30 @@ class Pipeline:
             self.out.mkdir(parents=True, exist_ok=True)
             self.ledger.to_frame().to_csv(self.out / "usage.csv", index=False)
 
+    def backend(self, n: int | None = None) -> str:
+        """The embedding backend: as configured, or for ``auto`` by corpus size, decided once at
+        ingest (``ingest.json``) so that every later stage embeds with the same model."""
+        e = self.config.embedding
+        if e.backend != "auto":
+            return e.backend
+        if n is None and getattr(self, "backend_", None):
+            return self.backend_
+        if n is None:
+            info = self.out / "ingest.json"
+            saved = json.loads(info.read_text()).get("embedding_backend") if info.exists() else None
+            if saved:
+                return saved
+            n = len(self.prompts())
+        return "minilm" if n <= e.static_above else "model2vec"
+
     def embedder(self, client: Any = None):
         from benchbuilder.embed import CachedEmbedder, EmbeddingCache, Model2VecEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 
         e = self.config.embedding
-        if e.backend == "model2vec":
+        backend = self.backend()
+        if backend == "model2vec":
             backend = Model2VecEmbedder(e.model_dir, pca_dims=e.pca_dims)
-        elif e.backend == "minilm":
+        elif backend == "minilm":
             backend = SentenceTransformerEmbedder(max_seq_length=e.max_seq_length, batch_size=e.batch_size)
         else:
             if not e.endpoint:
@@ -84,12 +101,18 @@ class Pipeline:
         from benchbuilder.cluster import HDBSCANParams, LLMLabeller, TopicModel, UMAPParams
 
         c = self.config.clustering
-        labeller = None
+        labeller = categoriser = None
         if c.labeller == "llm":
             if not c.label_endpoint:
                 raise InputError("labeller: llm needs clustering.label_endpoint", field="clustering.label_endpoint")
             labeller = LLMLabeller(client or self.client(), c.label_endpoint)
-        return TopicModel(umap=UMAPParams(**c.reducer), hdbscan=HDBSCANParams(**c.hdbscan), outlier_strategy=c.outlier_strategy, fit_sample=c.fit_sample, labeller=labeller, seed=c.seed)
+            # a client of its own: the topic labeller closes its client when done
+            categoriser = LLMLabeller(self.client(), c.label_endpoint, template="benchbuilder_category_label", stage="category_label", n_examples=40, example_chars=80)
+        # words are embedded on the driver with the run's own embedder (cached), so both engines
+        # rank keywords identically
+        return TopicModel(umap=UMAPParams(**c.reducer), hdbscan=HDBSCANParams(**c.hdbscan), outlier_strategy=c.outlier_strategy, fit_sample=c.fit_sample,
+                          labeller=labeller, seed=c.seed, embed_words=self.embedder().embed if c.keywords == "mmr" else None,
+                          categories=tuple(c.categories) if c.categories else None, category_labeller=categoriser)
 
     # ------------------------------------------------------------------ stages
     def ingest(self) -> dict[str, Any]:
@@ -132,7 +155,7 @@ class Pipeline:
         self.out.mkdir(parents=True, exist_ok=True)
         write_jsonl(self.out / "prompts.jsonl", (r.to_dict() for r in records))
         write_jsonl(self.out / "drops.jsonl", (d.to_dict() for d in drops.drops))
-        summary = {"read": n_read, "kept": len(records), "dropped": drops.counts()}
+        summary = {"read": n_read, "kept": len(records), "dropped": drops.counts(), "embedding_backend": self.backend_}
         write_json(self.out / "ingest.json", summary)
         return summary
 
@@ -145,6 +168,7 @@ class Pipeline:
         ``contaminated``)."""
         from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references
 
+        self.backend_ = self.backend(len(records))
         g = self.config.contamination
         if not g.enabled or not records:
             return records
@@ -154,7 +178,7 @@ class Pipeline:
         refs = load_references(paths, defaults=defaults, warn=self.log) + load_references(g.extra_references, defaults=False, warn=self.log)
         if not refs:
             return records
-        threshold = g.threshold if g.threshold is not None else CALIBRATED_THRESHOLDS[self.config.embedding.backend]
+        threshold = g.threshold if g.threshold is not None else CALIBRATED_THRESHOLDS[self.backend_]
         x = self.embed_texts([r.prompt for r in records], postprocess=False)
         ref_x = self.embed_texts([r.text for r in refs], postprocess=False)
         flags = flag([r.source_id for r in records], [r.prompt for r in records], x, refs, ref_x, threshold, lexical=g.lexical)
@@ -192,14 +216,13 @@ class Pipeline:
         return x
 
     def cluster(self) -> dict[str, Any]:
-        from benchbuilder.cluster import save_assignments
+        from benchbuilder.cluster import save_topic_model
 
         recs = self.prompts()
         ids = list(recs)
         x = self.embed()
         tm = self.topic_model().fit([recs[i]["prompt"] for i in ids], x)
-        st = tm.stats()
-        save_assignments(self.out / "clusters.jsonl", ids, tm.topics_, tm.labels_, tm.keywords_, st, tm.examples_)
+        st = save_topic_model(self.out / "clusters.jsonl", ids, tm)
         self.log(f"{st.n_topics} topics, largest {st.largest_share:.1%}, outliers before reduction {st.outlier_share_before:.1%}")
         self.write_usage()
         return st.to_dict()
@@ -259,7 +282,7 @@ class Pipeline:
         return first, last
 
     def select(self) -> Path:
-        from benchbuilder.cluster import load_assignments
+        from benchbuilder.cluster import load_assignments, load_categories
         from benchbuilder.select import Candidate, sample_evenly, write_questions
 
         s = self.config.selection
@@ -278,7 +301,7 @@ class Pipeline:
             for sid in survivors
         ]
         chosen = sample_evenly(cands, s.n, np.random.default_rng(s.seed), prefer_high_score=s.prefer_high_score)
-        path = write_questions(self.out / "question.jsonl", chosen, labels, s.category)
+        path = write_questions(self.out / "question.jsonl", chosen, labels, s.category, load_categories(self.out / "clusters.jsonl"))
         self.log(f"selected {len(chosen)} prompts from {len({c.cluster for c in chosen})} clusters -> {path}")
         return path
 
@@ -301,6 +324,13 @@ class Pipeline:
         if first:
             extra["annotation stage used for Table 1 / Figure 2"] = self.config.annotation.stages[0].name
         sections = []
+        h = meta.get("hierarchy") or {}
+        if h.get("categories"):
+            import pandas as pd
+
+            rows = [{"category": c["label"], "prompts": c["prompts"], "topics": len(c["topics"]), "keywords": ", ".join(c["keywords"][:8]),
+                     "its topics (largest first)": "; ".join(labels.get(t, str(t)) for t in c["topics"])} for c in h["categories"].values()]
+            sections.append((f"Topic hierarchy: {sum(k != '-1' for k in h['categories'])} broad categories and their topics", pd.DataFrame(rows)))
         cont = self.out / "contamination.json"
         if cont.exists():
             summ = json.loads(cont.read_text())

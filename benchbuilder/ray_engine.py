@@ -200,13 +200,23 @@ class Prepare:
         return batch
 
 
-def _bucket_pairs(group: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """All ordered pairs of one LSH bucket (members sorted by global order)."""
-    idx = np.sort(group["idx"])
-    if len(idx) < 2:
+def _partition_pairs(group: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """All ordered pairs ``i < j`` that share an LSH bucket, within one hash partition of the
+    bucket keys. One call per partition (not per bucket): a per-bucket call costs a Python
+    round trip for each of millions of mostly single-member buckets."""
+    key, idx = np.asarray(group["key"]), np.asarray(group["idx"])
+    order = np.lexsort((idx, key))
+    key, idx = key[order], idx[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], len(key)]
+    pi, pj = [], []
+    for s, e in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
+        a, b = np.triu_indices(e - s, 1)
+        pi.append(idx[s:e][a])
+        pj.append(idx[s:e][b])
+    if not pi:
         return {"i": np.zeros(0, np.int64), "j": np.zeros(0, np.int64)}
-    a, b = np.triu_indices(len(idx), 1)
-    return {"i": idx[a], "j": idx[b]}
+    return {"i": np.concatenate(pi), "j": np.concatenate(pj)}
 
 
 # ----------------------------------------------------------------------------- embed / topics
@@ -380,7 +390,7 @@ class RayPipeline(Pipeline):
         self.out.mkdir(parents=True, exist_ok=True)
         write_jsonl(self.out / "prompts.jsonl", (r.to_dict() for r in kept))
         write_jsonl(self.out / "drops.jsonl", (d.to_dict() for d in drops.drops))
-        summary = {"read": n_read, "kept": len(kept), "dropped": drops.counts()}
+        summary = {"read": n_read, "kept": len(kept), "dropped": drops.counts(), "embedding_backend": self.backend_}
         write_json(self.out / "ingest.json", summary)
         return summary, keep
 
@@ -391,13 +401,18 @@ class RayPipeline(Pipeline):
         order = {int(k): i for i, k in enumerate(okeys.tolist())}
         cand_keys = np.sort(okeys[has_words.astype(bool)])
 
+        parts = 4 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+
         def explode(batch: dict[str, np.ndarray], cands: np.ndarray) -> dict[str, np.ndarray]:
             ok = np.isin(batch["okey"], cands)
             b = np.asarray(batch["bands"])[ok]
-            return {"key": b.ravel(), "idx": np.repeat(np.asarray(batch["okey"])[ok], b.shape[1] if b.ndim == 2 else 0)}
+            key = b.ravel()
+            return {"part": (key.view(np.uint64) % np.uint64(parts)).astype(np.int64), "key": key,
+                    "idx": np.repeat(np.asarray(batch["okey"])[ok], b.shape[1] if b.ndim == 2 else 0)}
 
         keys = ds.select_columns(["okey", "bands"]).map_batches(explode, fn_kwargs={"cands": cand_keys}, batch_format="numpy")
-        pairs = keys.groupby("key").map_groups(_bucket_pairs, batch_format="numpy").materialize()
+        # buckets are formed across all blocks: every key of a hash partition meets in one group
+        pairs = keys.groupby("part").map_groups(_partition_pairs, batch_format="numpy").materialize()
         if pairs.count() == 0:
             return [None] * len(okeys)
         pf = pairs.to_pandas().drop_duplicates()
@@ -420,6 +435,7 @@ class RayPipeline(Pipeline):
         from benchbuilder.embed import text_hash
 
         emb = self.embedder()
+        emb_backend = self.backend()
         hashes = [text_hash(t) for t in texts]
         found = emb.cache.get_many(emb.name, hashes) if emb.cache else {}
         todo: dict[str, str] = {}
@@ -430,7 +446,10 @@ class RayPipeline(Pipeline):
             items = list(todo.items())
             with self.ray() as ray:
                 ds = ray.data.from_items([{"i": i, "text": t} for i, (_, t) in enumerate(items)], override_num_blocks=max(1, len(items) // self.config.engine.block_size))
-                out = ds.map_batches(EmbedActor, fn_constructor_args=(self.config.model_dump_json(),), compute=ray.data.ActorPoolStrategy(size=self.config.engine.embed_actors),
+                # the workers embed with the backend this run resolved, whatever their view of the output folder
+                cfg = self.config.model_copy(deep=True)
+                cfg.embedding.backend = emb_backend
+                out = ds.map_batches(EmbedActor, fn_constructor_args=(cfg.model_dump_json(),), compute=ray.data.ActorPoolStrategy(size=self.config.engine.embed_actors),
                                      batch_size=min(self.config.engine.block_size, 4096), batch_format="numpy").to_pandas()
             vecs = np.stack(out.sort_values("i")["vec"].to_numpy()).astype(np.float32)
             if emb.cache:
@@ -453,7 +472,7 @@ class RayPipeline(Pipeline):
 
     # --------------------------------------------------------------- topics
     def cluster(self) -> dict[str, Any]:
-        from benchbuilder.cluster import OUTLIER, save_assignments
+        from benchbuilder.cluster import OUTLIER, save_topic_model
 
         recs = self.prompts()
         ids = list(recs)
@@ -461,14 +480,11 @@ class RayPipeline(Pipeline):
         x = self.embed()
         t0 = time.perf_counter()
         tm = self.topic_model()
-        idx = tm.sample_index(len(docs))
-        if idx is None:
-            model, topics, _ = tm.fit_sample_model(docs, x)
-        else:
-            model, fit_topics, assigner = tm.fit_sample_model([docs[i] for i in idx], x[idx])
-            topics = np.full(len(docs), OUTLIER, dtype=int)
-            topics[idx] = fit_topics
-            rest = np.setdiff1d(np.arange(len(docs)), idx)
+        fit_rows, rest = tm.plan(x)
+        model, fit_topics, assigner = tm.fit_sample_model([docs[i] for i in fit_rows], x[fit_rows])
+        topics = np.full(len(docs), OUTLIER, dtype=int)
+        topics[fit_rows] = fit_topics
+        if len(rest):
             with self.ray() as ray:
                 size = 8192
                 starts = [{"start": s} for s in range(0, len(rest), size)]
@@ -476,8 +492,7 @@ class RayPipeline(Pipeline):
                 out = ds.map_batches(_assign, fn_kwargs={"x": x[rest], "assigner": assigner, "size": size}, batch_size=1, batch_format="numpy").to_pandas()
             topics[rest[out["pos"].to_numpy()]] = out["topic"].to_numpy()
         tm.finish(model, docs, x, np.asarray(topics, dtype=int), t0)
-        st = tm.stats()
-        save_assignments(self.out / "clusters.jsonl", ids, tm.topics_, tm.labels_, tm.keywords_, st, tm.examples_)
+        st = save_topic_model(self.out / "clusters.jsonl", ids, tm)
         self._time("topics+assign", t0, len(docs))
         self.log(f"{st.n_topics} topics, largest {st.largest_share:.1%}, outliers before reduction {st.outlier_share_before:.1%}")
         self.write_usage()

@@ -57,12 +57,16 @@ def question_id(source_id: str, prompt: str) -> str:
     return hashlib.sha256(f"{source_id}\x00{prompt}".encode("utf-8")).hexdigest()[:32]
 
 
-def question_record(c: Candidate, labels: Mapping[int, str], category: str) -> dict[str, Any]:
-    """Arena-hard v0.1 question schema plus BenchBuilder fields."""
+def question_record(c: Candidate, labels: Mapping[int, str], category: str | None, categories: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """Arena-hard v0.1 question schema plus BenchBuilder fields. ``category`` is the fixed
+    category when given, else the broad category of the prompt's topic (``categories``), as in
+    arena-hard v2.0, where ``subcategory`` names the topic."""
+    topic = labels.get(c.cluster, str(c.cluster))
     return {
         "question_id": question_id(c.source_id, c.prompt),
-        "category": category,
-        "cluster": labels.get(c.cluster, str(c.cluster)),
+        "category": category or (categories or {}).get(c.cluster) or "benchbuilder",
+        "subcategory": topic,
+        "cluster": topic,
         "turns": [{"content": c.prompt}],
         "cluster_id": int(c.cluster),
         "score": c.score,
@@ -72,11 +76,11 @@ def question_record(c: Candidate, labels: Mapping[int, str], category: str) -> d
     }
 
 
-def write_questions(path: str | Path, selected: Sequence[Candidate], labels: Mapping[int, str], category: str = "benchbuilder") -> Path:
+def write_questions(path: str | Path, selected: Sequence[Candidate], labels: Mapping[int, str], category: str | None = "benchbuilder", categories: Mapping[int, str] | None = None) -> Path:
     """Write the selected prompts atomically; an empty selection is an error, never an empty
     file over an earlier one."""
     path = Path(path)
     if not selected:
         raise InputError("no prompt was selected; the earlier question file was left as it was", path=str(path))
-    write_jsonl(path, (question_record(c, labels, category) for c in selected))
+    write_jsonl(path, (question_record(c, labels, category, categories) for c in selected))
     return path

@@ -38,11 +38,13 @@ def test_ingest_counts_drops(tmp_path):
             {"id": "d", "prompt": "Explain how binary search works on a sorted array."}]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"output": str(tmp_path / "out"), "input": {"paths": [str(data)]}}))
+    # the gate is tested on its own (test_contamination.py): a generic prompt like this one may
+    # well be near a public benchmark prompt
+    cfg.write_text(yaml.safe_dump({"output": str(tmp_path / "out"), "input": {"paths": [str(data)]}, "contamination": {"enabled": False}}))
     r = runner.invoke(app, ["ingest", "--config", str(cfg)])
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "out" / "ingest.json").read_text())
-    assert s == {"read": 4, "kept": 1, "dropped": {"empty": 1, "non_string": 1, "duplicate": 1}}
+    assert s == {"read": 4, "kept": 1, "dropped": {"empty": 1, "non_string": 1, "duplicate": 1}, "embedding_backend": "minilm"}
     drops = [json.loads(l) for l in (tmp_path / "out" / "drops.jsonl").read_text().splitlines()]
     assert {(d["source_id"], d["line"], d["reason"]) for d in drops} == {("b", 2, "empty"), ("c", 3, "non_string"), ("d", 4, "duplicate")}
 

@@ -47,7 +47,7 @@ def test_build_sharegpt_through_fake_server_then_arena_answers(shared_data, fake
         "embedding": {"backend": "model2vec"},  # distilled model and embeddings cached under .cache/
         "endpoints": {"annotator": {"model": "fake-gpt-3.5", "base_url": srv.url, "max_concurrency": 64, "max_retries": 10}},
         "annotation": {"stages": [{"name": "screen", "endpoint": "annotator", "min_score": 5, "min_cluster_mean": 3}]},
-        "selection": {"n": n, "seed": 0, "category": "bb-sharegpt"},
+        "selection": {"n": n, "seed": 0},  # category: each prompt's broad topic category
     }
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     _cli("benchbuilder.cli", "build", "--config", str(tmp_path / "cfg.yaml"))
@@ -63,6 +63,19 @@ def test_build_sharegpt_through_fake_server_then_arena_answers(shared_data, fake
     assert len(qs) == n and len({q.cluster for q in qs}) >= n / 2
     assert all(q.extra["score"] >= 5 for q in qs)
     assert (out / "report" / "mean_score_per_cluster.html").exists()
+    # the topic hierarchy: 8-25 broad categories, in question.jsonl and in the report with their topics
+    meta = json.loads((out / "topics.json").read_text())
+    cats = {k: v for k, v in meta["hierarchy"]["categories"].items() if k != "-1"}
+    assert 8 <= len(cats) <= 25
+    assert sorted(t for c in cats.values() for t in c["topics"]) == sorted(int(t) for t in meta["labels"] if t != "-1")
+    of = meta["hierarchy"]["category_of"]
+    for q in qs:
+        assert q.category == cats[str(of[str(q.extra["cluster_id"])])]["label"] and q.extra["subcategory"] == q.cluster
+    report = (out / "report" / "report.md").read_text()
+    section = report.split("## Topic hierarchy")[1].split("\n## ")[0]
+    for c in cats.values():
+        assert c["label"].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in section
+        assert meta["labels"][str(c["topics"][0])].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in section
 
     # a rerun pays for nothing
     hits = srv.stats()["hits"]
