@@ -147,11 +147,16 @@ class Pipeline:
         if n_read == 0:
             # A failed run never overwrites earlier outputs with nothing.
             raise InputError("the input holds no prompts; earlier outputs were left as they are", path=", ".join(map(str, c.input.paths)), field="input.paths")
-        records = run_filters(records, filters, drops)
+        return self.finish_ingest(run_filters(records, filters, drops), drops, n_read)
+
+    def finish_ingest(self, records: list[Any], drops: Any, n_read: int) -> dict[str, Any]:
+        """The end of ingest on either engine: the contamination gate, then ``prompts.jsonl``,
+        ``drops.jsonl`` and ``ingest.json``; no survivor is an error that leaves earlier
+        outputs as they are."""
         records = self.gate(records, drops)
         if not records:
             raise InputError(f"no prompt survived ingestion ({n_read} read, dropped: {dict(drops.counts())}); earlier outputs were left as they are",
-                             path=", ".join(map(str, c.input.paths)), field="input.paths")
+                             path=", ".join(map(str, self.config.input.paths)), field="input.paths")
         self.out.mkdir(parents=True, exist_ok=True)
         write_jsonl(self.out / "prompts.jsonl", (r.to_dict() for r in records))
         write_jsonl(self.out / "drops.jsonl", (d.to_dict() for d in drops.drops))

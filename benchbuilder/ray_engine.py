@@ -38,7 +38,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from arena.errors import InputError
-from arena.io.jsonl import write_json, write_jsonl
+from arena.io.jsonl import write_json
 from benchbuilder.filters import lsh_bands, resolve_near_duplicates
 from benchbuilder.ingest import DropLog, FieldMap, IngestOptions, PromptRecord, check_unique_id
 from benchbuilder.pipeline import Pipeline
@@ -383,16 +383,7 @@ class RayPipeline(Pipeline):
                     m, first_m = cand[pos], cand[d]
                     keep[m] = False
                     drops.add("near_duplicate", recs[m].source, recs[m].line, recs[m].source_id, f"near {recs[first_m].source_id}")
-        kept = self.gate([r for r, k in zip(recs, keep) if k], drops)
-        if not kept:
-            raise InputError(f"no prompt survived ingestion ({n_read} read, dropped: {dict(drops.counts())}); earlier outputs were left as they are",
-                             path=", ".join(map(str, c.input.paths)), field="input.paths")
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_jsonl(self.out / "prompts.jsonl", (r.to_dict() for r in kept))
-        write_jsonl(self.out / "drops.jsonl", (d.to_dict() for d in drops.drops))
-        summary = {"read": n_read, "kept": len(kept), "dropped": drops.counts(), "embedding_backend": self.backend_}
-        write_json(self.out / "ingest.json", summary)
-        return summary, keep
+        return self.finish_ingest([r for r, k in zip(recs, keep) if k], drops, n_read), keep
 
     def _near_duplicates(self, ds: Any, okeys: np.ndarray, has_words: np.ndarray, ray: Any) -> list[int | None]:
         """Greedy near-duplicate decisions over the candidates (in order), with LSH buckets
