@@ -217,7 +217,7 @@ CONFIG_CASES = {
              {**CURATE, "inptu": {}}, "{p}: field 'inptu': unknown key; did you mean 'input'?"),
     "unknown_nested_key": ({**RUN, "endpoints": _ep(max_concurency=3)}, "{p}: field 'endpoints.m.max_concurency': unknown key; did you mean 'max_concurrency'?",
                            {**CURATE, "clustering": {"min_clsuter_size": 3}},
-                           "{p}: field 'clustering.min_clsuter_size': unknown key (valid: reducer, hdbscan, outlier_strategy, fit_sample, labeller, label_endpoint, seed)"),
+                           "{p}: field 'clustering.min_clsuter_size': unknown key (valid: reducer, hdbscan, outlier_strategy, fit_sample, labeller, label_endpoint, seed, keywords, categories)"),
     "zero_concurrency": ({**RUN, "endpoints": _ep(max_concurrency=0)}, "{p}: field 'endpoints.m.max_concurrency': Input should be greater than or equal to 1",
                          {**CURATE, "endpoints": _ep(max_concurrency=0)}, "{p}: field 'endpoints.m.max_concurrency': Input should be greater than or equal to 1"),
     "negative_rpm": ({**RUN, "endpoints": _ep(rpm=-5)}, "{p}: field 'endpoints.m.rpm': Input should be greater than 0",
