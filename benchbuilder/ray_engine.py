@@ -175,17 +175,23 @@ def read_block(batch: dict[str, np.ndarray], opts: IngestOptions) -> dict[str, l
 
 
 class Prepare:
-    """Per-prompt filter features, computed once per actor-held language model."""
+    """Per-prompt filter features, computed once per actor-held language model. With ``opts``,
+    each batch is a block descriptor that the actor reads first: reading and preparing are then
+    one stage, so a pool holding every CPU never starves separate read tasks."""
 
-    def __init__(self, languages: list[str] | None, num_perm: int, bands: int, rows: int):
+    def __init__(self, languages: list[str] | None, num_perm: int, bands: int, rows: int, opts: IngestOptions | None = None):
         from benchbuilder.filters import LanguageFilter, MinHasher
 
         self.lang = LanguageFilter(keep=tuple(languages)) if languages else None
         self.hasher = MinHasher(num_perm=num_perm)
         self.bands, self.rows = bands, rows
+        self.opts = opts
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from benchbuilder.filters import band_keys, exact_key
+
+        if self.opts is not None:
+            batch = {k: np.asarray(v, dtype=np.int64 if k in ("okey", "line", "n_turns") else object) for k, v in read_block(batch, self.opts).items()}
 
         texts = [str(t) for t in batch["prompt"]]
         usable = np.array([not d and not e for d, e in zip(batch["drop"], batch["error"])], dtype=bool)
@@ -301,9 +307,10 @@ class RayPipeline(Pipeline):
         with self.ray() as ray:
             t0 = time.perf_counter()
             ds = ray.data.from_items(descs, override_num_blocks=max(1, len(descs)))
-            ds = ds.map_batches(read_block, fn_kwargs={"opts": opts}, batch_size=1, batch_format="numpy")
-            ds = ds.map_batches(Prepare, fn_constructor_kwargs={"languages": c.filters.languages, "num_perm": num_perm, "bands": bands, "rows": rows},
-                                compute=ray.data.ActorPoolStrategy(min_size=1, max_size=max(1, int(ray.cluster_resources().get("CPU", 1)))), batch_size=c.engine.block_size, batch_format="numpy")
+            # one actor per CPU, each reading and preparing whole blocks (an autoscaling pool
+            # fed by separate read tasks stayed at one actor: 1.11x from 1 to 2 CPUs)
+            ds = ds.map_batches(Prepare, fn_constructor_kwargs={"languages": c.filters.languages, "num_perm": num_perm, "bands": bands, "rows": rows, "opts": opts},
+                                compute=ray.data.ActorPoolStrategy(size=max(1, int(ray.cluster_resources().get("CPU", 1)))), batch_size=1, batch_format="numpy")
             ds = ds.materialize()
             cols = ["okey", "source_id", "prompt", "source", "line", "n_turns", "drop", "detail", "error", "lang", "exact", "has_words"]
             frame = ds.select_columns(cols).to_pandas().sort_values("okey", kind="stable").reset_index(drop=True)
