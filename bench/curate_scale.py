@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,7 @@ json.dump({"ingest_done_s": t_ing, "total_s": t_all, "ingest": ing, "cluster": s
 
 def run_one(engine: str, corpus: Path, work: Path, workers: int, fit_sample: int) -> dict:
     out = work / f"{engine}_{workers}w"
+    shutil.rmtree(out, ignore_errors=True)  # an empty embedding cache: every stage computes
     cfg = {
         "output": str(out),
         "input": {"paths": [str(corpus)], "fields": {"prompt": "prompt", "id": "id"}},

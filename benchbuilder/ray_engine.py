@@ -282,6 +282,12 @@ class RayPipeline(Pipeline):
         finally:
             ray.shutdown()
 
+    def gate(self, records: list[Any], drops: Any) -> list[Any]:
+        t0 = time.perf_counter()
+        out = super().gate(records, drops)
+        self._time("filter: contamination gate", t0, len(records))
+        return out
+
     def _time(self, stage: str, t0: float, rows: int) -> None:
         dt = time.perf_counter() - t0
         if not hasattr(self, "timings_"):
@@ -384,7 +390,9 @@ class RayPipeline(Pipeline):
                     drops.add("duplicate", recs[m].source, recs[m].line, recs[m].source_id, f"same as {recs[f].source_id}")
         if c.filters.near_dedup:
             cand = np.nonzero(keep)[0]
+            t_lsh = time.perf_counter()
             dup = self._near_duplicates(ds, frame["okey"].to_numpy()[rows_arr[cand]], frame["has_words"].to_numpy()[rows_arr[cand]], ray)
+            self._time("filter: near-duplicates (LSH shuffle + confirm)", t_lsh, len(cand))
             for pos, d in enumerate(dup):
                 if d is not None:
                     m, first_m = cand[pos], cand[d]
@@ -480,8 +488,10 @@ class RayPipeline(Pipeline):
         tm = self.topic_model()
         fit_rows, rest = tm.plan(x)
         model, fit_topics, assigner = tm.fit_sample_model([docs[i] for i in fit_rows], x[fit_rows])
+        self._time("topics: fit on the sample (driver)", t0, len(fit_rows))
         topics = np.full(len(docs), OUTLIER, dtype=int)
         topics[fit_rows] = fit_topics
+        t1 = time.perf_counter()
         if len(rest):
             with self.ray() as ray:
                 size = 8192
@@ -489,8 +499,11 @@ class RayPipeline(Pipeline):
                 ds = ray.data.from_items(starts, override_num_blocks=len(starts))
                 out = ds.map_batches(_assign, fn_kwargs={"x": x[rest], "assigner": assigner, "size": size}, batch_size=1, batch_format="numpy").to_pandas()
             topics[rest[out["pos"].to_numpy()]] = out["topic"].to_numpy()
+        self._time("topics: assign the rest (map_batches)", t1, len(rest))
+        t2 = time.perf_counter()
         tm.finish(model, docs, x, np.asarray(topics, dtype=int), t0)
         st = save_topic_model(self.out / "clusters.jsonl", ids, tm)
+        self._time("topics: outliers, keywords, labels, categories (driver)", t2, len(docs))
         self._time("topics+assign", t0, len(docs))
         self.log(f"{st.n_topics} topics, largest {st.largest_share:.1%}, outliers before reduction {st.outlier_share_before:.1%}")
         self.write_usage()
