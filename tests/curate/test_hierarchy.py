@@ -113,3 +113,35 @@ def test_topic_model_writes_the_category_level(tmp_path):
     assert sorted(t for c in cats.values() for t in c["topics"]) == sorted(tm.keywords_)
     of = load_categories(tmp_path / "clusters.jsonl")
     assert set(of.values()) <= {c["label"] for c in h["categories"].values()}
+
+
+def test_llm_names_the_categories_through_the_shared_client(fake_server, tmp_path):
+    """With ``labeller: llm`` each category gets its name from the category template (topics
+    listed, largest first); a reply without the answer line falls back to the keywords."""
+    import pandas as pd
+
+    from benchbuilder.config import BuildConfig
+    from benchbuilder.pipeline import Pipeline
+
+    srv = fake_server({"rules": [
+        {"match": "one broad category", "replies": ["Topic: Everyday Questions", "no answer line here"]},
+        {"match": "one topic cluster", "reply": "Topic: Some Topic"},
+    ]})
+    ep = {"base_url": srv.url, "max_retries": 0, "max_concurrency": 1}
+    cfg = BuildConfig(output=str(tmp_path / "run"), input={"paths": ["unused.jsonl"]}, embedding={"backend": "model2vec"},
+                      clustering={"labeller": "llm", "label_endpoint": "lab", "categories": [2, 4]}, endpoints={"lab": {"model": "l", **ep}})
+    p = Pipeline(cfg)
+    docs, lab = _docs()
+    cents, _ = _planted(9, 1, dim=24, spread=0.0)
+    x = cents[lab] + 0.05 * np.random.default_rng(3).normal(size=(len(lab), 24))
+    tm = p.topic_model()
+    tm.umap, tm.hdbscan, tm.embed_words = UMAPParams(n_neighbors=10, n_components=5), HDBSCANParams(min_cluster_size=20), None
+    tm.fit(docs, x)
+    names = list(tm.category_labels_.values())
+    assert 2 <= len(names) <= 4
+    assert "Everyday Questions" in names  # the LLM's name
+    fallback = [c for c, n in tm.category_labels_.items() if n != "Everyday Questions" and not n.startswith("Everyday Questions")]
+    assert fallback and all(tm.category_labels_[c].startswith(" / ".join(tm.category_keywords_[c][:3])) for c in fallback)
+    p.write_usage()
+    usage = pd.read_csv(p.out / "usage.csv").set_index("stage")
+    assert usage.loc["category_label", "calls"] == len(names)
