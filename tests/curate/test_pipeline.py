@@ -82,13 +82,24 @@ def test_build_sharegpt_through_fake_server_then_arena_answers(shared_data, fake
     _cli("benchbuilder.cli", "annotate", "--config", str(tmp_path / "cfg.yaml"))
     assert srv.stats()["hits"] == hits
 
-    # `arena answers` takes question.jsonl as it is
+    # `arena answers` and `judge` take question.jsonl as it is; `show --by-category` ranks per
+    # broad category of the curated set
+    srv.configure({"faults": {}})
+    ep = {"base_url": srv.url, "max_concurrency": 16}
     arena_cfg = {"questions": str(out / "question.jsonl"), "output_dir": str(tmp_path / "arena"),
-                 "endpoints": {"m1": {"model": "fake-model", "base_url": srv.url, "max_concurrency": 16}}, "answers": {"models": ["m1"]}}
+                 "endpoints": {m: {"model": f"fake-{m}", **ep} for m in ("m1", "base", "judge")}, "answers": {"models": ["m1", "base"]},
+                 "judge": {"endpoint": "judge", "baseline": "base", "models": ["m1"]}}
     (tmp_path / "arena.yaml").write_text(yaml.safe_dump(arena_cfg))
     _cli("arena.cli", "answers", "--config", str(tmp_path / "arena.yaml"))
     answers = (tmp_path / "arena" / "model_answer" / "m1.jsonl").read_text().splitlines()
     assert len(answers) == n
+    _cli("arena.cli", "judge", "--config", str(tmp_path / "arena.yaml"))
+    _cli("arena.cli", "show", "-j", str(tmp_path / "arena" / "model_judgment" / "judge"), "--baseline", "base", "--by-category",
+         "--output", str(tmp_path / "lb.csv"), "--bootstrap", "10")
+    import pandas as pd
+
+    board = pd.read_csv(tmp_path / "lb.csv")
+    assert set(board["category"]) == {"(all)"} | {q.category for q in qs}
 
 
 # llama.cpp GBNF grammar: constrains the small local model to the answer line we parse.
