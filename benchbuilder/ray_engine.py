@@ -288,10 +288,14 @@ class RayPipeline(Pipeline):
         self._time("filter: contamination gate", t0, len(records))
         return out
 
-    def _time(self, stage: str, t0: float, rows: int) -> None:
+    def _time(self, stage: str, t0: float, rows: int, *, add: bool = False) -> None:
+        """Seconds and rows/s of a stage in ``engine.json``; ``add`` sums repeated runs of one stage."""
         dt = time.perf_counter() - t0
         if not hasattr(self, "timings_"):
             self.timings_: dict[str, dict[str, Any]] = {}
+        if add and stage in self.timings_:
+            dt += self.timings_[stage]["seconds"]
+            rows += self.timings_[stage]["rows"]
         self.timings_[stage] = {"seconds": round(dt, 3), "rows": rows, "rows_per_s": round(rows / dt, 1) if dt > 0 else None}
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(self.out / "engine.json", {"engine": "ray", "workers": self.config.engine.num_cpus, "stages": self.timings_})
@@ -449,6 +453,7 @@ class RayPipeline(Pipeline):
             if h not in found:
                 todo.setdefault(h, t)
         if todo:
+            t0 = time.perf_counter()
             items = list(todo.items())
             with self.ray() as ray:
                 ds = ray.data.from_items([{"i": i, "text": t} for i, (_, t) in enumerate(items)], override_num_blocks=max(1, len(items) // self.config.engine.block_size))
@@ -462,6 +467,8 @@ class RayPipeline(Pipeline):
                 emb.cache.put_many(emb.name, [h for h, _ in items], vecs)
             for (h, _), v in zip(items, vecs):
                 found[h] = v
+            # the gate embeds before the embed stage does, so the pool's own throughput is kept apart
+            self._time("embed: actor pool (texts not in the cache)", t0, len(items), add=True)
         self.embedded_ = (len(texts) - len(todo), len(todo))
         x = np.vstack([found[h] for h in hashes]).astype(np.float32) if hashes else np.zeros((0, 0), dtype=np.float32)
         post = getattr(emb.backend, "postprocess", None) if postprocess else None

@@ -10,14 +10,20 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
 from benchbuilder.annotate import (
-    Annotation, AnnotationStage, Annotator, annotator_accuracy, apply_thresholds, load_annotations, majority_vote, parse_criteria,
+    Annotation,
+    AnnotationStage,
+    Annotator,
+    annotator_accuracy,
+    apply_thresholds,
+    load_annotations,
+    majority_vote,
+    parse_criteria,
 )
-from benchbuilder.cluster import save_assignments
+from tests.curate.annotation_run import write_annotation_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,13 +111,7 @@ def test_annotator_records_failures_and_retries(fake_server, tmp_path):
 
 def _write_run(tmp_path: Path, n: int, url: str) -> Path:
     out = tmp_path / "run"
-    out.mkdir()
-    ids = [f"q{i}" for i in range(n)]
-    with open(out / "prompts.jsonl", "w") as f:
-        for i, sid in enumerate(ids):
-            f.write(json.dumps({"source_id": sid, "prompt": f"Question {i}: explain topic {i % 7} in depth", "source": "mem", "line": i + 1, "n_turns": 1}) + "\n")
-    topics = np.array([i % 5 for i in range(n)])
-    save_assignments(out / "clusters.jsonl", ids, topics, {t: f"topic {t}" for t in range(5)}, {t: [] for t in range(5)})
+    write_annotation_run(out, n, n_topics=5)
     cfg = {
         "output": str(out), "input": {"paths": ["unused.jsonl"]},
         "endpoints": {

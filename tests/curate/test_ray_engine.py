@@ -23,6 +23,7 @@ ray = pytest.importorskip("ray")
 from benchbuilder.annotate import load_annotations  # noqa: E402
 from benchbuilder.config import BuildConfig  # noqa: E402
 from benchbuilder.pipeline import make_pipeline  # noqa: E402
+from tests.curate.annotation_run import write_annotation_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAREGPT = ROOT.parent / "shared" / "data" / "prompts" / "sharegpt_en.jsonl.gz"
@@ -51,8 +52,7 @@ def _corpus(path: Path, n: int) -> Path:
     out.insert(n // 2, {"id": "fr-1", "prompt": "Bonjour, pourriez-vous m'expliquer comment fonctionne la photosynthèse chez les plantes vertes ?"})
     out.insert(n // 3, {"id": "bad-1", "prompt": 42})
     with open(path, "w", encoding="utf-8") as f:
-        for r in out:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in out)
     return path
 
 
@@ -159,14 +159,7 @@ def test_unreachable_address_is_one_line(tmp_path):
 # ----------------------------------------------------------------------------- annotation
 def _annotation_run(tmp_path: Path, url: str, n: int, *, max_concurrency: int = 2, actors: int = 2, block_size: int = 8) -> Path:
     out = tmp_path / "run"
-    out.mkdir()
-    from benchbuilder.cluster import save_assignments
-
-    ids = [f"q{i}" for i in range(n)]
-    with open(out / "prompts.jsonl", "w") as f:
-        for i, sid in enumerate(ids):
-            f.write(json.dumps({"source_id": sid, "prompt": f"Question {i}: explain topic {i % 7} in depth", "source": "mem", "line": i + 1, "n_turns": 1}) + "\n")
-    save_assignments(out / "clusters.jsonl", ids, np.array([i % 4 for i in range(n)]), {t: f"topic {t}" for t in range(4)}, {t: [] for t in range(4)})
+    write_annotation_run(out, n, n_topics=4)
     cfg = {
         "output": str(out), "input": {"paths": ["unused.jsonl"]},
         "endpoints": {"ann": {"model": "fake-annotator", "base_url": url, "max_concurrency": max_concurrency, "timeout": 20, "price": {"input": 1.0, "output": 2.0}}},
