@@ -2,10 +2,11 @@
 with the local engine and with the Ray engine, in one run.
 
 Each run is a fresh subprocess with its own output folder and empty embedding cache, so every
-stage computes. The parent samples the resident memory of the child's whole process tree every
-0.5 s (Ray's raylet, object store and workers are descendants of the driver when the driver
-starts the cluster), and reports the peak of that sum: an over-count where pages are shared,
-never an under-count.
+stage computes. The parent samples the memory of the child's whole process tree every 0.5 s
+(Ray's raylet, object store and workers are descendants of the driver when the driver starts
+the cluster) and reports two peaks: of Σ PSS, which shares each shared page among the processes
+that map it (what the tree really holds), and of Σ RSS, which counts a shared page once per
+process (an over-count, never an under-count).
 
 The corpus is the 9,126 ShareGPT prompts plus copies with 15% random word dropout (the 200k
 bench's recipe, ``bench/curate_speed.py``), written once to a temporary JSONL file.
@@ -39,28 +40,38 @@ def write_corpus(n: int, path: Path) -> None:
             f.write(json.dumps({"id": f"p{i}", "prompt": p}, ensure_ascii=False) + "\n")
 
 
-def _tree_rss_bytes(root: int) -> int:
-    """Sum of VmRSS over ``root`` and all its descendants, read from /proc (no psutil here)."""
+def _tree_memory_bytes(root: int) -> tuple[int, int]:
+    """(Σ VmRSS, Σ Pss) over ``root`` and all its descendants, read from /proc (no psutil here).
+
+    RSS counts a page once per process that maps it, so Ray's shared object store and the
+    copy-on-write pages of forked workers are counted many times over; PSS divides each shared
+    page among the processes that map it, so its sum is what the tree really holds.
+    """
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as f:
                 ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{d}/status") as f:
-                kb = next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(d))
-        rss[int(d)] = kb * 1024
-    total, todo = 0, [root]
+    rss = pss = 0
+    todo = [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
         todo += children.get(pid, [])
-    return total
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended between the listing and the read
+    return rss, pss
 
 
 CHILD = r"""
@@ -96,13 +107,12 @@ def run_one(engine: str, corpus: Path, work: Path, workers: int, fit_sample: int
     res_path = work / f"{engine}_{workers}w.json"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(cfg), engine, str(res_path)], env=env, cwd=ROOT)
-    peak = 0
+    peak = [0, 0]  # RSS, PSS
     stop = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
         while not stop.is_set():
-            peak = max(peak, _tree_rss_bytes(proc.pid))
+            peak[:] = [max(a, b) for a, b in zip(peak, _tree_memory_bytes(proc.pid))]
             stop.wait(0.5)
 
     th = threading.Thread(target=sample, daemon=True)
@@ -115,7 +125,7 @@ def run_one(engine: str, corpus: Path, work: Path, workers: int, fit_sample: int
     if rc != 0:
         raise SystemExit(f"{engine} run failed with exit code {rc}")
     res = json.loads(res_path.read_text())
-    res.update(engine=engine, workers=workers, wall_s=wall, peak_rss_gb=peak / 1e9)
+    res.update(engine=engine, workers=workers, wall_s=wall, peak_rss_gb=peak[0] / 1e9, peak_pss_gb=peak[1] / 1e9)
     eng = out / "engine.json"
     if eng.exists():
         res["stages"] = json.loads(eng.read_text())
@@ -153,7 +163,7 @@ def main() -> None:
             results.append(r)
             split = _stage_split(r)
             kept = r["ingest"]["kept"]
-            print(f"{engine:5s} workers={w}: wall {r['wall_s'] / 60:.1f} min, peak RSS (process tree) {r['peak_rss_gb']:.1f} GB, kept {kept} of {r['ingest']['read']}, "
+            print(f"{engine:5s} workers={w}: wall {r['wall_s'] / 60:.1f} min, peak PSS {r['peak_pss_gb']:.1f} GB (RSS sum {r['peak_rss_gb']:.1f} GB), kept {kept} of {r['ingest']['read']}, "
                   f"{r['cluster']['n_topics']} topics", flush=True)
             print("   " + ", ".join(f"{k} {v:.0f} s ({a.n / v if k in ('read', 'filter') else kept / max(v, 1e-9):,.0f}/s)" for k, v in split.items()), flush=True)
             if "stages" in r:
