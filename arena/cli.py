@@ -362,17 +362,22 @@ def answers(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed
 @app.command()
 def judge(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT,
           target_ci: Optional[float] = typer.Option(None, "--target-ci", help="Adaptive judging: stop judging a model once its CI half-width is at most this (win-rate points) or it is separated from its neighbours."),
+          target_elo: Optional[float] = typer.Option(None, "--target-elo", min=0, help="Adaptive judging: as --target-ci, with the half-width in Elo points on the Bradley–Terry scale (keeps judging models with extreme win rates)."),
           budget: Optional[int] = typer.Option(None, "--budget", help="Adaptive judging: stop after about this many judge calls."),
           batch: int = typer.Option(25, "--batch", min=1, help="Adaptive judging: prompts per model per round."),
           min_prompts: int = typer.Option(50, "--min-prompts", min=1, help="Adaptive judging: no model stops before this many prompts."),
           order_seed: int = typer.Option(0, "--order-seed", help="Adaptive judging: seed of the one prompt order shared by all models.")):
     """Judge every model against the baseline, two games per prompt (resumable); with
-    --target-ci or --budget, adaptively (arena/judge_adaptive.py)."""
+    --target-ci, --target-elo or --budget, adaptively (arena/judge_adaptive.py)."""
     adaptive = None
-    if target_ci is not None or budget is not None:
+    if target_ci is not None or target_elo is not None or budget is not None:
         from arena.judge_adaptive import AdaptiveOptions
 
-        adaptive = AdaptiveOptions(target_ci=target_ci, budget=budget, batch=batch, min_prompts=min_prompts, seed=order_seed)
+        try:
+            adaptive = AdaptiveOptions(target_ci=target_ci, target_elo=target_elo, budget=budget, batch=batch,
+                                       min_prompts=min_prompts, seed=order_seed)
+        except ValueError as exc:
+            fail(exc)
     _run_stages(config, dry_run, retry_failed, answers=False, judge=True, leaderboard=False, adaptive=adaptive)
 
 

@@ -3,8 +3,9 @@
 The prompts are put in one random order (seeded, shared by every model). Judging goes in rounds:
 every model still in play is judged on the next ``batch`` prompts of that order, and after each
 round :func:`arena.stats.adaptive.still_uncertain` decides which models need more: a model stops
-once its CI half-width is at most W percentage points or it is separated from its neighbours
-(paired CI on the shared prompts), and never before ``min_prompts``. Intervals use the Bonferroni
+once its CI half-width is at most W (``--target-ci``: win-rate points; ``--target-elo``: Elo
+points on the Bradley–Terry scale, which keeps judging models with extreme win rates) or it is
+separated from its neighbours (paired CI on the shared prompts), and never before ``min_prompts``. Intervals use the Bonferroni
 level of :func:`arena.stats.adaptive.simultaneous_level` so that all of them hold at once.
 
 A prompt's score for a model is the weighted mean of its games' scores (soft verdicts and
@@ -22,17 +23,28 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from arena.stats.adaptive import DEFAULT_MIN_PROMPTS, simultaneous_level, still_uncertain
+from arena.stats.adaptive import DEFAULT_MIN_PROMPTS, ELO_PER_LOGIT, Scale, simultaneous_level, still_uncertain
 
 
 @dataclass(frozen=True)
 class AdaptiveOptions:
     target_ci: float | None = None  # CI half-width, percentage points of win rate
+    target_elo: float | None = None  # or CI half-width in Elo points (Bradley–Terry scale)
     budget: int | None = None  # judge calls this run may make
     batch: int = 25
     min_prompts: int = DEFAULT_MIN_PROMPTS
     seed: int = 0
     ci: float = 0.95
+
+    def __post_init__(self):
+        if self.target_ci is not None and self.target_elo is not None:
+            raise ValueError("give one precision target: --target-ci (win-rate points) or --target-elo (Elo points)")
+
+    def precision_target(self) -> tuple[float | None, Scale]:
+        """The half-width the stopping rule compares with, and the scale it is on."""
+        if self.target_elo is not None:
+            return self.target_elo / ELO_PER_LOGIT, "bt"
+        return (None if self.target_ci is None else self.target_ci / 100), "winrate"
 
 
 @dataclass
@@ -112,9 +124,9 @@ def judge_adaptively(
         rep.calls, rep.cached = calls - calls0, cached - cached0
         per_prompt = prompt_scores(load_judgments([out_dir]), baseline, strong_weight)
         seen = {m: np.array([per_prompt.get(m, {})[q] for q in order[: n[m]] if q in per_prompt.get(m, {})]) for m in models}
-        target = None if opts.target_ci is None else opts.target_ci / 100
-        uncertain = still_uncertain(seen, target_halfwidth=target, ci=level, min_prompts=opts.min_prompts) if target is not None \
-            else set(models)
+        target, scale = opts.precision_target()
+        uncertain = set(models) if target is None else \
+            still_uncertain(seen, target_halfwidth=target, ci=level, min_prompts=opts.min_prompts, scale=scale)
         active = [m for m in models if m in uncertain and n[m] < len(order)]
         if not active:
             break

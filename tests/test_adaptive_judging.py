@@ -15,10 +15,11 @@ MODELS = ["m90", "m75", "m60", "m25", "m10"]
 N = 300
 
 
-def test_adaptive_judging_saves_calls_and_ranks_right(fake_server, tmp_path):
+@pytest.mark.parametrize("target", [("--target-ci", "8"), ("--target-elo", "90")])
+def test_adaptive_judging_saves_calls_and_ranks_right(fake_server, tmp_path, target):
     srv = fake_server({"scripted_judge": {"strength": STRENGTH, "p_flip": 0.05, "seed": 2}})
     cfg = judge_config(tmp_path, srv.url, MODELS, N, {})
-    res = arena("judge", "--config", str(cfg), "--target-ci", "8", "--batch", "25", "--min-prompts", "50", "--order-seed", "4")
+    res = arena("judge", "--config", str(cfg), *target, "--batch", "25", "--min-prompts", "50", "--order-seed", "4")
     assert res.returncode == 0, res.stderr
     out = " ".join(res.stdout.split())
     print(out[-600:])
@@ -37,7 +38,7 @@ def test_adaptive_judging_saves_calls_and_ranks_right(fake_server, tmp_path):
     ranked = [m for m in lb.sort_values("score", ascending=False)["model"] if m != "base"]
     assert ranked == MODELS
     # A rerun replays the rounds from stored judgments: no new call, the same allocation.
-    again = arena("judge", "--config", str(cfg), "--target-ci", "8", "--batch", "25", "--min-prompts", "50", "--order-seed", "4")
+    again = arena("judge", "--config", str(cfg), *target, "--batch", "25", "--min-prompts", "50", "--order-seed", "4")
     assert again.returncode == 0, again.stderr
     assert srv.stats()["hits"] == calls
     assert "adaptive judging: 0 judge calls made" in " ".join(again.stdout.split())
@@ -53,6 +54,13 @@ def test_budget_stops_between_rounds(fake_server, tmp_path):
     # round 1: 2 models x 25 prompts x 2 games = 100 calls (< 150); round 2 reaches 200: stop
     assert "adaptive judging: 200 judge calls made (0 from the cache) in 2 rounds; uniform judging of every prompt would take 800 calls (stopped by --budget)" in out
     assert srv.stats()["hits"] == 200
+
+
+def test_two_precision_targets_are_one_line(tmp_path):
+    cfg = judge_config(tmp_path, "http://127.0.0.1:9/v1", ["m60"], 2, {})
+    res = arena("judge", "--config", str(cfg), "--target-ci", "5", "--target-elo", "100")
+    assert res.returncode == 2
+    assert res.stderr.strip() == "error: give one precision target: --target-ci (win-rate points) or --target-elo (Elo points)"
 
 
 @pytest.mark.parametrize("judge, message", [
