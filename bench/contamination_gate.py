@@ -40,7 +40,7 @@ def perturb(text: str, rng: np.random.Generator, drop: int = 3, swaps: int = 2) 
 
 def main() -> None:
     from benchbuilder.config import EmbeddingConfig
-    from benchbuilder.contamination import DEFAULT_REFERENCES, flag, load_references, nearest_reference
+    from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references, nearest_reference, word_jaccard
     from benchbuilder.embed import CachedEmbedder, EmbeddingCache
     from benchbuilder.pipeline import Pipeline
     from benchbuilder.config import BuildConfig
@@ -94,11 +94,19 @@ def main() -> None:
     all_flags = flag([str(i) for i in range(len(share))], [s["prompt"] for s in share], x_share, refs, ref_x, threshold)
     all_flag = np.array(sorted(int(f.source_id) for f in all_flags), dtype=int)
     print(f"whole ShareGPT set: {len(all_flag)}/{len(share)} = {len(all_flag) / len(share):.2%} flagged, {int(verbatim[all_flag].sum())} of them verbatim; "
-          f"non-verbatim flags {int((~verbatim[all_flag]).sum())} = {(~verbatim[all_flag]).sum() / (~verbatim).sum():.2%} of the non-verbatim prompts; top non-verbatim matches:")
-    rest = all_flag[~verbatim[all_flag]]
-    for i in rest[np.argsort(-best_share[rest])][: a.show]:
-        r = refs[idx_share[i]]
-        print(f"  {best_share[i]:.3f}  {' '.join(share[i]['prompt'].split())[:90]!r}\n         ~ {r.source}: {' '.join(r.text.split())[:90]!r}")
+          f"non-verbatim flags {int((~verbatim[all_flag]).sum())} = {(~verbatim[all_flag]).sum() / (~verbatim).sum():.2%} of the non-verbatim prompts")
+    print(f"calibrated default in benchbuilder.contamination for {a.backend}: {CALIBRATED_THRESHOLDS.get(a.backend)} (this run: {threshold})")
+    # each flag with the reference that flagged it (the lexical leg may match one of the 5
+    # nearest, not the nearest) and which leg fired; non-verbatim first, then verbatim
+    by_id = {int(f.source_id): f for f in all_flags}
+    ref_text = {(r.source, r.ref_id): r.text for r in refs}
+    for title, ids in (("non-verbatim", all_flag[~verbatim[all_flag]]), ("verbatim", all_flag[verbatim[all_flag]])):
+        print(f"{title} flags ({len(ids)}), highest cosine first, showing {min(len(ids), a.show)}:")
+        for i in sorted(ids, key=lambda i: -by_id[int(i)].similarity)[: a.show]:
+            f = by_id[int(i)]
+            leg = "cosine" if f.similarity >= threshold else f"words {word_jaccard(share[i]['prompt'], ref_text[(f.reference, f.reference_id)]):.2f}"
+            print(f"  {f.similarity:.3f} [{leg}] {share[i]['id']}: {' '.join(share[i]['prompt'].split())[:120]!r}\n"
+                  f"         ~ {f.reference}:{f.reference_id}: {f.reference_text[:120]!r}")
     print(json.dumps({"backend": emb.name, "threshold": threshold, "copies_flagged": own, "sharegpt_flagged_share": len(fl_share) / len(held)}))
 
 
