@@ -39,9 +39,11 @@ def unit(x: np.ndarray) -> np.ndarray:
 
 
 def _stem(word: str) -> str:
+    """Crude English stem: "-ings/-ing/-es" off when 4 letters remain, a plural "-s" when 3 do
+    ("apis" -> "api", "apps" -> "app"; "-ss" is no plural)."""
     w = word.lower()
     for suf in ("ings", "ing", "es", "s"):
-        if len(w) > len(suf) + 3 and w.endswith(suf):
+        if len(w) >= len(suf) + (3 if suf == "s" else 4) and w.endswith(suf) and not w.endswith("ss"):
             return w[: -len(suf)]
     return w
 

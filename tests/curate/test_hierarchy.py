@@ -56,6 +56,10 @@ def test_mmr_relevance_diversity_inflections_and_zero_vectors():
     # without words, near-duplicates are only discouraged
     assert mmr(target, cand, 2, 0.0)[:2] == [0, 1]
     assert mmr(target, np.zeros((0, 3)), 3) == []
+    # short words too: "api / dynamodb / apis" was a category label on the ShareGPT prompts
+    words = ["api", "apis", "dynamodb"]
+    cand = np.array([[1.0, 0.04, 0], [1.0, 0.05, 0], [0.8, 0.6, 0]])
+    assert [words[i] for i in mmr(target, cand, 3, 0.15, words)] == ["api", "dynamodb"]
 
 
 def test_pooled_term_scores_weights_by_size():
