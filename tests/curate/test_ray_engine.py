@@ -188,6 +188,13 @@ def _check_one_record_each(out: Path, n: int) -> dict:
     return load_annotations(out / "annotations" / "s1.jsonl")
 
 
+def _duplicates(out: Path) -> int:
+    """Records beyond one per prompt, in the merged file and across the shards (for the log)."""
+    merged_ids = [json.loads(l)["source_id"] for l in (out / "annotations" / "s1.jsonl").read_text().splitlines()]
+    shard_ids = [json.loads(l)["source_id"] for p in (out / "annotations" / "s1").glob("shard-*.jsonl") for l in p.read_text().splitlines()]
+    return len(merged_ids) - len(set(merged_ids)) + len(shard_ids) - len(set(shard_ids))
+
+
 def test_ray_annotation_shares_limits_and_resumes_for_free(ray_cluster, fake_server, tmp_path):
     n = 40
     srv = fake_server({"latency": 0.2, "rules": RULES})
@@ -229,7 +236,7 @@ def test_kill_minus_9_of_a_worker_is_survived(ray_cluster, fake_server, tmp_path
     # worker (at most the endpoint's 3) can have been asked twice
     assert st["ok_repeated"] <= 3, st["ok_repeated"]
     assert st["hits"] <= n + 3
-    print(f"\nworker kill: {n} prompts, {st['hits']} server hits, {st['ok_repeated']} answered twice (in flight at the kill)")
+    print(f"\nworker kill: {n} prompts, {st['hits']} server hits, {st['ok_repeated']} answered twice (in flight at the kill), {_duplicates(tmp_path / 'run')} duplicate records")
 
 
 def test_kill_minus_9_of_the_driver_then_resume(fake_server, tmp_path):
@@ -263,7 +270,7 @@ def test_kill_minus_9_of_the_driver_then_resume(fake_server, tmp_path):
     assert all(a.status == "ok" for a in anns.values())
     st = srv.stats()
     assert st["ok_repeated"] <= 3, st["ok_repeated"]
-    print(f"\ndriver kill: {n} prompts, {before} recorded before the kill, {st['hits']} server hits, {st['ok_repeated']} answered twice (in flight at the kill)")
+    print(f"\ndriver kill: {n} prompts, {before} recorded before the kill, {st['hits']} server hits, {st['ok_repeated']} answered twice (in flight at the kill), {_duplicates(tmp_path / 'run')} duplicate records")
     hits = st["hits"]
     subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=300, check=True)
     assert srv.stats()["hits"] == hits
