@@ -201,6 +201,30 @@ def curation_topics(run_dir: PathLike, n_examples: int = 3) -> pd.DataFrame:
     return cluster_table(clusters, labels, prompts, scores, n_examples=n_examples, examples=examples)
 
 
+def curation_categories(run_dir: PathLike) -> pd.DataFrame:
+    """The curation run's broad categories: category, prompts, topics, keywords and the labels of
+    its topics (empty when the run has no topic hierarchy)."""
+    import json
+
+    from benchbuilder.cluster import load_assignments
+    from benchbuilder.report import hierarchy_table
+
+    run = Path(run_dir)
+    _, labels = load_assignments(run / "clusters.jsonl")
+    meta = json.loads((run / "topics.json").read_text(encoding="utf-8"))
+    return hierarchy_table(meta.get("hierarchy") or {}, labels)
+
+
+def curation_contamination(run_dir: PathLike) -> pd.DataFrame:
+    """The contamination gate's flags, most similar first: similarity, prompt, nearest benchmark
+    prompt and its ``file:id`` (empty when the gate flagged nothing or did not run)."""
+    from arena.io.jsonl import read_jsonl
+    from benchbuilder.report import contamination_table
+
+    path = Path(run_dir) / "contamination.jsonl"
+    return contamination_table([r for _, r in read_jsonl(path, torn_tail="skip")] if path.exists() else [])
+
+
 def _curation_prompts(run: Path) -> dict[str, str]:
     from arena.io.jsonl import read_jsonl
 

@@ -156,7 +156,8 @@ def select(config: Path = CONFIG) -> None:
 @app.command()
 @cli_errors()
 def report(config: Path = CONFIG) -> None:
-    """Cluster table, quality shares (Table 1) and mean score per cluster chart (Figure 2)."""
+    """Cluster table, quality shares (Table 1), topic hierarchy, contamination flags and the mean score
+    per cluster chart (Figure 2): report/index.html (open it in a browser) and report/report.md."""
     try:
         paths = _pipeline(config).report()
     except InputError as exc:
@@ -176,7 +177,8 @@ def build(config: Path = CONFIG, engine: Optional[str] = ENGINE, address: Option
             out = p.build(progress=lambda r: prog.advance(task))
     except InputError as exc:
         fail(exc)
-    _out().print_json(json.dumps({"ingest": out["ingest"], "cluster": out["cluster"], "questions": str(out["questions"])}))
+    _out().print_json(json.dumps({"ingest": out["ingest"], "cluster": out["cluster"], "questions": str(out["questions"]),
+                                  "report": str(out["report"]["html"])}))
     _exit_if_calls_failed(p)
 
 

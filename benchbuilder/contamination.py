@@ -106,6 +106,12 @@ class Flag:
         return asdict(self)
 
 
+def reference_label(reference: str, reference_id: str) -> str:
+    """``file:id`` for a flag's benchmark prompt; ids of files without an id field already are
+    ``file:line``, so the file is not named twice."""
+    return reference_id if reference_id.startswith(reference + ":") else f"{reference}:{reference_id}"
+
+
 def load_references(paths: Sequence[str], *, defaults: bool, warn) -> list[Reference]:
     """Prompts of every reference file. A missing file the user named is an error; a missing
     default (the shared data folder is absent) is a warning, and the gate checks the rest."""

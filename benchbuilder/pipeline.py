@@ -171,7 +171,7 @@ class Pipeline:
         """The contamination gate over the filtered prompts: flags go to ``contamination.jsonl``
         and ``contamination.json``; with ``action: drop`` flagged prompts are dropped (reason
         ``contaminated``)."""
-        from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references
+        from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references, reference_label
 
         self.backend_ = self.backend(len(records))
         g = self.config.contamination
@@ -201,7 +201,7 @@ class Pipeline:
         for r in records:
             if r.source_id in hit:
                 f = hit[r.source_id]
-                drops.add("contaminated", r.source, r.line, r.source_id, f"{f.similarity} {f.reference}:{f.reference_id}")
+                drops.add("contaminated", r.source, r.line, r.source_id, f"{f.similarity} {reference_label(f.reference, f.reference_id)}")
         return [r for r in records if r.source_id not in hit]
 
     def prompts(self) -> dict[str, dict[str, Any]]:
@@ -312,7 +312,7 @@ class Pipeline:
 
     def report(self) -> dict[str, Path]:
         from benchbuilder.cluster import load_assignments
-        from benchbuilder.report import cluster_table, write_report
+        from benchbuilder.report import cluster_table, contamination_table, hierarchy_table, write_report
 
         recs = self.prompts()
         clusters, labels = load_assignments(self.out / "clusters.jsonl")
@@ -323,32 +323,24 @@ class Pipeline:
         table = cluster_table(clusters, labels, {k: v["prompt"] for k, v in recs.items()}, {k: a.score for k, a in ok.items()}, examples=examples)
         extra: dict[str, object] = {}
         if (self.out / "ingest.json").exists():
-            extra["ingest"] = (self.out / "ingest.json").read_text().replace("\n", " ")
+            extra["ingest"] = json.loads((self.out / "ingest.json").read_text())
         if "stats" in meta:
             extra["clustering"] = meta["stats"]
         if first:
             extra["annotation stage used for Table 1 / Figure 2"] = self.config.annotation.stages[0].name
         sections = []
-        h = meta.get("hierarchy") or {}
-        if h.get("categories"):
-            import pandas as pd
-
-            rows = [{"category": c["label"], "prompts": c["prompts"], "topics": len(c["topics"]), "keywords": ", ".join(c["keywords"][:8]),
-                     "its topics (largest first)": "; ".join(labels.get(t, str(t)) for t in c["topics"])} for c in h["categories"].values()]
-            sections.append((f"Topic hierarchy: {sum(k != '-1' for k in h['categories'])} broad categories and their topics", pd.DataFrame(rows)))
+        hierarchy = meta.get("hierarchy") or {}
+        if hierarchy.get("categories"):
+            n = sum(k != "-1" for k in hierarchy["categories"])
+            sections.append((f"Topic hierarchy: {n} broad categories and their topics", hierarchy_table(hierarchy, labels)))
         cont = self.out / "contamination.json"
         if cont.exists():
             summ = json.loads(cont.read_text())
-            extra["contamination gate"] = (f"{summ['flagged']} of {summ['checked']} prompts flagged (cosine >= {summ['threshold']} or word overlap >= {summ['lexical']}), "
-                                           f"action {summ['action']}; by reference: {summ['flagged_by_reference']}")
-            import pandas as pd
-
-            flags = [r for _, r in read_jsonl(self.out / "contamination.jsonl")]
-            rows = [{"similarity": f["similarity"], "prompt": str(f.get("prompt", ""))[:160],
-                     "nearest benchmark prompt": f["reference_text"][:160], "reference": f"{f['reference']}:{f['reference_id']}"} for f in flags]
-            if rows:
-                sections.append(("Contamination gate: flagged prompts and their nearest benchmark prompts",
-                                 pd.DataFrame(rows).sort_values("similarity", ascending=False).head(50)))
+            extra["contamination gate"] = {"flagged": f"{summ['flagged']} of {summ['checked']} prompts", "rule": f"cosine ≥ {summ['threshold']} or word overlap ≥ {summ['lexical']}",
+                                           "action": summ["action"], "benchmark prompts": summ["references"], "flagged by reference": summ["flagged_by_reference"]}
+            flags = contamination_table([r for _, r in read_jsonl(self.out / "contamination.jsonl")])
+            if len(flags):
+                sections.append(("Contamination gate: flagged prompts and their nearest benchmark prompts", flags.head(50)))
         return write_report(self.out / "report", table, [a.criteria for a in ok.values()], extra, sections)
 
     def build(self, progress: Callable[[Any], None] | None = None) -> dict[str, Any]:

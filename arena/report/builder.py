@@ -397,7 +397,7 @@ def _usage(run: Path) -> list[dict]:
 
 # --------------------------------------------------------------------------- curation
 def build_curation(src: Source, i: int, out: Path, opts: ReportOptions, log) -> dict:
-    from arena.api import _curation_prompts, _last_annotations, curation_topics
+    from arena.api import _curation_prompts, _last_annotations, curation_categories, curation_contamination, curation_topics
     from arena.io.jsonl import read_jsonl
     from benchbuilder.annotate import load_annotations
     from benchbuilder.cluster import load_assignments
@@ -411,6 +411,11 @@ def build_curation(src: Source, i: int, out: Path, opts: ReportOptions, log) -> 
         res["topics"] = records(curation_topics(run))
         clusters, labels = load_assignments(run / "clusters.jsonl")
         res["map"] = _topic_map(prompts, clusters, labels, np.random.default_rng(opts.seed))
+        if (run / "topics.json").exists():
+            res["categories"] = records(curation_categories(run))
+    flags = curation_contamination(run)
+    if len(flags):
+        res["contamination"] = records(flags)
     ann = _last_annotations(run, load_annotations)
     crit = [a.criteria for a in ann.values() if a.criteria is not None]
     if crit:

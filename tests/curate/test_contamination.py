@@ -82,7 +82,7 @@ def test_gate_drops_flagged_prompts_and_reports_them(tmp_path):
     p = Pipeline(load_config(cfg))
     save_assignments(out / "clusters.jsonl", kept, np.zeros(3, dtype=int), {0: "all"}, {0: ["x"]})
     md = p.report()["markdown"].read_text()
-    assert "Contamination gate" in md and "2 of 5 prompts flagged" in md
+    assert "Contamination gate" in md and "flagged: 2 of 5 prompts, rule: cosine ≥ " in md
     assert "<script>" not in md and "&lt;script&gt;" in md
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from benchbuilder.report import cluster_table, quality_shares, write_report
+from benchbuilder.report import cluster_table, contamination_table, hierarchy_table, quality_shares, write_report
 from benchbuilder.select import Candidate, sample_evenly, write_questions
 
 
@@ -64,5 +64,48 @@ def test_report_files(tmp_path):
     paths = write_report(tmp_path, t, [[1, 2, 3, 4], [1, 2, 3, 4, 5, 6], [7]])
     html = paths["figure"].read_text()
     assert "plotly" in html.lower() and "Zero" in html
+    # plotly.js beside the chart, not from a CDN: the chart opens offline
+    assert 'src="plotly.min.js"' in html and "cdn" not in html.lower() and (tmp_path / "plotly.min.js").stat().st_size > 1e6
     md = paths["markdown"].read_text()
     assert "| specificity |" in md and "share_score_ge_k" in md
+    page = paths["html"].read_text()
+    assert "specificity" in page and "Zero" in page and 'href="mean_score_per_cluster.html"' in page
+
+
+XSS = ["<script>window.__xss=1</script>", "<img src=x onerror=window.__xss=1>", "</td></table><svg onload=window.__xss=1>",
+       "[click](javascript:window.__xss=1)", "<iframe src=javascript:window.__xss=1>"]
+
+
+def test_report_page_shows_hostile_text_as_text(tmp_path):
+    # Prompts, topic labels, keywords and benchmark prompts are untrusted: in the page they are
+    # text, no payload runs, nothing is fetched, and the page holds no script at all.
+    from report.browser import browser
+
+    clusters = {"a": 0, "b": 1, "c": 1}
+    t = cluster_table(clusters, {0: XSS[0], 1: XSS[1]}, {"a": XSS[2], "b": XSS[3], "c": "plain"}, {"a": 4, "b": 6})
+    hierarchy = {"categories": {"0": {"label": XSS[4], "prompts": 3, "topics": [0, 1], "keywords": [XSS[2], "k"]}}}
+    flags = [{"similarity": 0.8, "reference": "b.jsonl", "reference_id": "b.jsonl:3", "reference_text": XSS[1], "prompt": XSS[0]},
+             {"similarity": 0.95, "reference": "a.jsonl", "reference_id": "q1", "reference_text": "same", "prompt": XSS[3]}]
+    sections = [("Topic hierarchy", hierarchy_table(hierarchy, {0: XSS[0], 1: XSS[1]})), ("Contamination", contamination_table(flags))]
+    paths = write_report(tmp_path, t, [[1, 2], [3]], {"ingest": {"read": 3, XSS[0]: XSS[1]}}, sections)
+    with browser() as b:
+        page = b.new_page()
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(paths["html"].as_uri())
+        probe = page.evaluate("""() => ({xss: typeof window.__xss,
+            scripts: document.querySelectorAll('script').length,
+            smuggled: document.querySelectorAll('img, iframe, svg, object, embed, a[href^="javascript"]').length,
+            handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => /^on/i.test(a.name))).length})""")
+        assert probe == {"xss": "undefined", "scripts": 0, "smuggled": 0, "handlers": 0}
+        assert requests == [paths["html"].as_uri()]
+        tables = page.locator("table.wrap")
+        texts = [tables.nth(k).locator("tbody tr").first.locator("td").all_text_contents() for k in range(tables.count())]
+        hier = next(x for x in texts if x[0] == XSS[4])
+        assert hier[3] == f"{XSS[2]}, k" and hier[4] == f"{XSS[0]}; {XSS[1]}"
+        cont = next(x for x in texts if x[0] == "0.950")  # most similar first
+        assert cont[1:] == [XSS[3], "same", "a.jsonl:q1"]
+        assert XSS[1] in page.locator("table.summary").text_content()
+    # the Markdown escapes the same strings (it may be rendered as HTML elsewhere)
+    md = paths["markdown"].read_text()
+    assert "<script" not in md and "<img" not in md and "&lt;iframe" in md

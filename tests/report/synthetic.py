@@ -115,7 +115,15 @@ def make_curation_run(root: Path, *, n_prompts: int = 60, hostile: bool = False,
     _write_jsonl(root / "drops.jsonl", [{"reason": r, "source": "x.jsonl", "line": k, "source_id": None, "detail": ""} for k, r in enumerate(["duplicate", "duplicate", "language", "too_short"])])
     labels = {0: XSS[1] if hostile else "coding", 1: XSS[4] if hostile else "writing", 2: "science"}
     _write_jsonl(root / "clusters.jsonl", [{"source_id": p["source_id"], "cluster": i % 3, "label": labels[i % 3]} for i, p in enumerate(prompts)])
-    (root / "topics.json").write_text(json.dumps({"labels": {str(k): v for k, v in labels.items()}, "keywords": {str(k): [v] for k, v in labels.items()}}), encoding="utf-8")
+    categories = {"0": {"label": XSS[6] if hostile else "code & science", "prompts": 40, "topics": [0, 2], "keywords": [XSS[0] if hostile else "code", "science"]},
+                  "1": {"label": "writing", "prompts": 20, "topics": [1], "keywords": ["writing"]}}
+    (root / "topics.json").write_text(json.dumps({"labels": {str(k): v for k, v in labels.items()}, "keywords": {str(k): [v] for k, v in labels.items()},
+                                                  "hierarchy": {"categories": categories, "category_of": {"0": 0, "1": 1, "2": 0}}}), encoding="utf-8")
+    _write_jsonl(root / "contamination.jsonl", [
+        {"source_id": "s1", "similarity": 0.93, "reference": "bench.jsonl", "reference_id": "bench.jsonl:7", "reference_text": XSS[3] if hostile else "a benchmark prompt",
+         "prompt": prompts[1]["prompt"]},
+        {"source_id": "s2", "similarity": 0.99, "reference": "arena_hard.jsonl", "reference_id": "q42", "reference_text": "the same prompt", "prompt": prompts[2]["prompt"]},
+    ])
     ann = []
     for i, p in enumerate(prompts):
         crit = sorted(set(int(c) for c in rng.integers(1, 8, size=int(rng.integers(0, 7)))))

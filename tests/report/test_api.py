@@ -95,6 +95,14 @@ def test_judge_audit_and_index_and_curation(tmp_path: Path):
     topics = api.curation_topics(cur)
     assert topics["size"].sum() == 30 and set(topics["label"]) == {"coding", "writing", "science"}
     assert topics["mean_score"].between(0, 7).all()
+    cats = api.curation_categories(cur)
+    assert cats.to_dict("records")[0] == {"category": "code & science", "prompts": 40, "topics": 2, "keywords": "code, science",
+                                          "its topics (largest first)": "coding; science"}
+    flags = api.curation_contamination(cur)
+    assert list(flags["similarity"]) == [0.99, 0.93] and list(flags["reference"]) == ["arena_hard.jsonl:q42", "bench.jsonl:7"]
+    (cur / "contamination.jsonl").unlink()
+    assert api.curation_contamination(cur).empty  # the gate did not run: an empty frame, same columns
+    assert list(api.curation_contamination(cur).columns) == list(flags.columns)
 
 
 def test_terminal_leaderboard_never_cuts_a_model_name():

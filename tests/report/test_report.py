@@ -219,6 +219,16 @@ def test_curation_and_index_pages(hostile_site: Path):
         pg.wait_for_selector("#topic-score-plot .bars path")
         assert pg.locator("#topic-score-plot .bars path").count() == 3
         assert XSS[1] in pg.locator("main table").first.text_content()  # the topic label, as text
+        # the topic hierarchy (categories with their topics) and the contamination flags, as text
+        tables = pg.locator("main table")
+        hierarchy = next(tables.nth(k) for k in range(tables.count()) if "its topics (largest first)" in tables.nth(k).text_content())
+        rows = hierarchy.locator("tbody tr")
+        assert rows.count() == 2 and rows.first.locator("td").first.text_content() == XSS[6]
+        assert XSS[1] in rows.first.text_content() and "science" in rows.first.text_content()
+        flags = next(tables.nth(k) for k in range(tables.count()) if "nearest benchmark prompt" in tables.nth(k).text_content())
+        cells = [r.locator("td").all_text_contents() for r in flags.locator("tbody tr").all()]
+        assert [c[0] for c in cells] == ["0.990", "0.930"]  # most similar first
+        assert cells[1][2] == XSS[3] and cells[1][3] == "bench.jsonl:7" and cells[0][3] == "arena_hard.jsonl:q42"
         _check_inert(pg)
         pg = p.open(f"file://{hostile_site}/index.html#/index")
         pg.wait_for_selector("#index-plot .bars path")

@@ -503,6 +503,16 @@
       main.appendChild(el("h3", { text: "Topics" }));
       main.appendChild(table([{ label: "topic", key: "cluster", digits: 0 }, { label: "label", key: "label", cls: "model" }, { label: "size", key: "size", digits: 0 }, { label: "annotated", key: "annotated", digits: 0 }, { label: "mean score", key: "mean_score", digits: 2 }, { label: "examples", key: "examples", cls: "model" }], C.topics));
     }
+    if (C.categories && C.categories.length) {
+      main.appendChild(el("h3", { text: "Topic hierarchy: broad categories and their topics" }));
+      main.appendChild(table([{ label: "category", key: "category", cls: "model" }, { label: "prompts", key: "prompts", digits: 0 }, { label: "topics", key: "topics", digits: 0 },
+        { label: "keywords", key: "keywords", cls: "model" }, { label: "its topics (largest first)", key: "its topics (largest first)", cls: "model" }], C.categories));
+    }
+    if (C.contamination && C.contamination.length) {
+      main.appendChild(el("h3", { text: "Contamination gate: " + C.contamination.length + " flagged prompts and their nearest benchmark prompts" }));
+      main.appendChild(table([{ label: "similarity", key: "similarity", digits: 3 }, { label: "prompt", key: "prompt", cls: "model" },
+        { label: "nearest benchmark prompt", key: "nearest benchmark prompt", cls: "model" }, { label: "reference", key: "reference" }], C.contamination));
+    }
     if (C.qualities) {
       main.appendChild(el("h3", { text: "Share of prompts with each quality (Table 1)" }));
       main.appendChild(table([{ label: "quality", key: "quality" }, { label: "share", render: function (r) { return pct(r.share); }, cls: "num" }], C.qualities));
