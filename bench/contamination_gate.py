@@ -40,7 +40,7 @@ def perturb(text: str, rng: np.random.Generator, drop: int = 3, swaps: int = 2) 
 
 def main() -> None:
     from benchbuilder.config import EmbeddingConfig
-    from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references, nearest_reference, word_jaccard
+    from benchbuilder.contamination import CALIBRATED_THRESHOLDS, DEFAULT_REFERENCES, flag, load_references, nearest_reference, reference_label, word_jaccard
     from benchbuilder.embed import CachedEmbedder, EmbeddingCache
     from benchbuilder.pipeline import Pipeline
     from benchbuilder.config import BuildConfig
@@ -106,7 +106,7 @@ def main() -> None:
             f = by_id[int(i)]
             leg = "cosine" if f.similarity >= threshold else f"words {word_jaccard(share[i]['prompt'], ref_text[(f.reference, f.reference_id)]):.2f}"
             print(f"  {f.similarity:.3f} [{leg}] {share[i]['id']}: {' '.join(share[i]['prompt'].split())[:120]!r}\n"
-                  f"         ~ {f.reference}:{f.reference_id}: {f.reference_text[:120]!r}")
+                  f"         ~ {reference_label(f.reference, f.reference_id)}: {f.reference_text[:120]!r}")
     print(json.dumps({"backend": emb.name, "threshold": threshold, "copies_flagged": own, "sharegpt_flagged_share": len(fl_share) / len(held)}))
 
 
