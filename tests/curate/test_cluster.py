@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import adjusted_mutual_info_score
 
-from benchbuilder.cluster import HDBSCANParams, TopicModel, UMAPParams, distinct_labels, exact_cosine_knn, load_assignments, save_assignments
+from benchbuilder.cluster import (
+    HDBSCANParams, TopicModel, UMAPParams, distinct_labels, exact_cosine_knn, load_assignments, save_assignments, top_k, top_k_numpy,
+)
 
 WORDS = {
     0: "python pandas dataframe column merge",
@@ -38,6 +40,20 @@ def test_exact_knn_matches_bruteforce():
     full = np.argsort(-(x @ x.T), axis=1)[:, :5]
     assert (idx == full).mean() > 0.99
     np.testing.assert_allclose(dist[:, 0], 0.0, atol=1e-5)
+
+
+def test_top_k_selectors_agree():
+    # torch.topk (the default) and argpartition pick the same neighbours in the same order; with
+    # exactly equal similarities (duplicated rows) they may keep different copies, never other values.
+    rng = np.random.default_rng(2)
+    sim = rng.normal(size=(500, 3000)).astype(np.float32)
+    assert np.array_equal(top_k(sim, 10), top_k_numpy(sim, 10))
+    x = rng.normal(size=(400, 8)).astype(np.float32)
+    x = np.repeat(x / np.linalg.norm(x, axis=1, keepdims=True), 3, axis=0)  # every row three times
+    a, da = exact_cosine_knn(x, 6, queries=x[:50], select=top_k)
+    b, db = exact_cosine_knn(x, 6, queries=x[:50], select=top_k_numpy)
+    assert np.array_equal(np.sort(da, axis=1), np.sort(db, axis=1))
+    assert np.array_equal(np.sort(a // 3, axis=1), np.sort(b // 3, axis=1))  # the same originals, perhaps other copies
 
 
 def test_topic_model_recovers_topics_and_sample_path_agrees(tmp_path):
