@@ -36,8 +36,9 @@ def top_k_numpy(sim: np.ndarray, k: int) -> np.ndarray:
 def top_k(sim: np.ndarray, k: int) -> np.ndarray:
     """As :func:`top_k_numpy`, with ``torch.topk`` when torch is installed (it comes with
     sentence-transformers). NumPy's ``argpartition`` is a single-threaded introselect over all
-    50k columns. It was most of the local engine's assignment time at 1M prompts, about 10x
-    slower per block than ``torch.topk`` (``bench/topic_assign.py``). Among exactly equal
+    50k columns. It was most of the local engine's assignment time at 1M prompts: ~10x slower
+    than ``torch.topk`` on a 2048 x 50k block, 5.4x for the whole search with its matrix
+    products (``bench/topic_assign.py``). Among exactly equal
     similarities the two may keep different members; every engine calls this one function."""
     try:
         import torch

@@ -20,7 +20,9 @@ after ~100 prompts. In logit units it is the least certain model, because a few 
 less move its rating the most. On AlpacaEval 2.0, 16 of the 58 models win 1.7–4% of the time,
 within 0.2 points of each other. A win-rate target stopped them early and shuffled their ranks:
 Spearman 0.971 in the worst order at 54% of the calls. A BT target keeps judging them and stops
-the separated models at the top instead (bench/adaptive_judging_ae2.py). CIs here are conservative normal intervals on the mean score per prompt (see
+the separated models at the top instead (bench/adaptive_judging_ae2.py).
+
+CIs here are conservative normal intervals on the mean score per prompt (see
 `mean_ci`); pass a Bonferroni level (`simultaneous_level`) so that every model's interval holds
 at once, since the run stops on all of them. A minimum number of prompts per model keeps early,
 tiny samples from stopping by luck. The final leaderboard's CIs still come from the bootstrap.
