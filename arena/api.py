@@ -206,13 +206,12 @@ def curation_categories(run_dir: PathLike) -> pd.DataFrame:
     its topics (empty when the run has no topic hierarchy)."""
     import json
 
-    from benchbuilder.cluster import load_assignments
     from benchbuilder.report import hierarchy_table
 
-    run = Path(run_dir)
-    _, labels = load_assignments(run / "clusters.jsonl")
-    meta = json.loads((run / "topics.json").read_text(encoding="utf-8"))
-    return hierarchy_table(meta.get("hierarchy") or {}, labels)
+    # topics.json holds the topic labels too (load_assignments reads them there): no need to
+    # read clusters.jsonl, one line per prompt
+    meta = json.loads((Path(run_dir) / "topics.json").read_text(encoding="utf-8"))
+    return hierarchy_table(meta.get("hierarchy") or {}, {int(k): v for k, v in meta.get("labels", {}).items()})
 
 
 def curation_contamination(run_dir: PathLike) -> pd.DataFrame:

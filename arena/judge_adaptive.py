@@ -107,6 +107,7 @@ def judge_adaptively(
     start = min(max(opts.batch, opts.min_prompts), len(order))
     n = {m: start for m in models}
     level = simultaneous_level(opts.ci, len(models))
+    target, scale = opts.precision_target()
     calls0, cached0 = _ledger_counts(client)
     active = list(models)
     while True:
@@ -124,7 +125,6 @@ def judge_adaptively(
         rep.calls, rep.cached = calls - calls0, cached - cached0
         per_prompt = prompt_scores(load_judgments([out_dir]), baseline, strong_weight)
         seen = {m: np.array([per_prompt.get(m, {})[q] for q in order[: n[m]] if q in per_prompt.get(m, {})]) for m in models}
-        target, scale = opts.precision_target()
         uncertain = set(models) if target is None else \
             still_uncertain(seen, target_halfwidth=target, ci=level, min_prompts=opts.min_prompts, scale=scale)
         active = [m for m in models if m in uncertain and n[m] < len(order)]

@@ -33,24 +33,31 @@ def top_k_numpy(sim: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, 1)
 
 
-def top_k(sim: np.ndarray, k: int) -> np.ndarray:
-    """As :func:`top_k_numpy`, with ``torch.topk`` when torch is installed (it comes with
-    sentence-transformers). NumPy's ``argpartition`` is a single-threaded introselect over all
-    50k columns. It was most of the local engine's assignment time at 1M prompts: ~10x slower
-    than ``torch.topk`` on a 2048 x 50k block, 5.4x for the whole search with its matrix
-    products (``bench/topic_assign.py``). Among exactly equal
-    similarities the two may keep different members; every engine calls this one function."""
+def top_k_selector() -> Callable[[np.ndarray, int], np.ndarray]:
+    """The row-wise top-k: ``torch.topk`` when torch is installed (it comes with
+    sentence-transformers), else :func:`top_k_numpy`. NumPy's ``argpartition`` is a
+    single-threaded introselect over all 50k columns. It was most of the local engine's
+    assignment time at 1M prompts: ~10x slower than ``torch.topk`` on a 2048 x 50k block, 5.4x for
+    the whole search with its matrix products (``bench/topic_assign.py``). Among exactly equal
+    similarities the two may keep different members; every engine uses this one choice. Resolved
+    once per search, not per block: a failed import is not cached and would search again."""
     try:
         import torch
     except ImportError:
-        return top_k_numpy(sim, k)
-    return torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1, largest=True, sorted=True).indices.numpy()
+        return top_k_numpy
+    return lambda sim, k: torch.topk(torch.from_numpy(np.ascontiguousarray(sim)), k, dim=1, largest=True, sorted=True).indices.numpy()
+
+
+def top_k(sim: np.ndarray, k: int) -> np.ndarray:
+    """As :func:`top_k_numpy`, by :func:`top_k_selector`'s choice."""
+    return top_k_selector()(sim, k)
 
 
 def exact_cosine_knn(x: np.ndarray, k: int, *, queries: np.ndarray | None = None, block: int = 2048, exclude_self: bool = False,
-                     select: Callable[[np.ndarray, int], np.ndarray] = top_k) -> tuple[np.ndarray, np.ndarray]:
+                     select: Callable[[np.ndarray, int], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours by cosine distance (rows of ``x`` L2-normalised), blockwise
-    matrix products (BLAS) plus a row-wise top-k (``select``); memory O(block * n).
+    matrix products (BLAS) plus a row-wise top-k (``select``, default :func:`top_k_selector`'s);
+    memory O(block * n).
 
     Hand-written because pynndescent's approximate search spends ~30 s per fresh process in
     numba compilation, more than exact search costs for the sizes we fit on (<= 50k rows).
@@ -60,6 +67,7 @@ def exact_cosine_knn(x: np.ndarray, k: int, *, queries: np.ndarray | None = None
     kk = min(k + (1 if exclude_self else 0), len(x))
     idx = np.empty((n, kk), dtype=np.int64)
     dist = np.empty((n, kk), dtype=np.float32)
+    select = select or top_k_selector()
     for s in range(0, n, block):
         sim = q[s : s + block] @ x.T
         top = select(sim, kk)

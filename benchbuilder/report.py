@@ -139,9 +139,10 @@ def _html_table(df: pd.DataFrame, bars: Mapping[str, float] | None = None) -> st
     return f'<table class="wrap"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def render_html(table: pd.DataFrame, criteria: Sequence[Sequence[int]], extra: Mapping[str, object] | None = None,
+def render_html(table: pd.DataFrame, quality: tuple[pd.DataFrame, pd.DataFrame] | None, extra: Mapping[str, object] | None = None,
                 sections: Sequence[tuple[str, pd.DataFrame]] = (), figure: str | None = None) -> str:
-    """The report as one self-contained page (see the module docstring)."""
+    """The report as one self-contained page (see the module docstring); ``quality``: the two
+    tables of :func:`quality_shares`, or None without annotations."""
     parts = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
              f"<title>BenchBuilder curation report</title><style>{_CSS}</style></head><body>",
@@ -149,8 +150,8 @@ def render_html(table: pd.DataFrame, criteria: Sequence[Sequence[int]], extra: M
     if extra:
         rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{_html_value(v)}</td></tr>" for k, v in extra.items())
         parts.append(f'<table class="summary">{rows}</table>')
-    if criteria:
-        per, ge = quality_shares(criteria)
+    if quality is not None:
+        per, ge = quality
         parts += ["<h2>Share of prompts with each quality (Table 1)</h2>", _html_table(per, {"share": 1.0}),
                   "<h2>Share with score &gt;= k</h2>", _html_table(ge, {"share_score_ge_k": 1.0})]
     for title, df in sections:
@@ -174,8 +175,9 @@ def write_report(out_dir: str | Path, table: pd.DataFrame, criteria: Sequence[Se
     lines = ["# BenchBuilder curation report", ""]
     for k, v in (extra or {}).items():
         lines.append(f"- **{k}**: {html.escape(_text(v), quote=False)}")
-    if criteria:
-        per, ge = quality_shares(criteria)
+    quality = quality_shares(criteria) if criteria else None
+    if quality is not None:
+        per, ge = quality
         lines += ["", "## Share of prompts with each quality", "", _md(per), "", "## Share with score >= k", "", _md(ge)]
         # plotly.js beside the chart ("directory"), not from a CDN: the report opens offline
         mean_score_figure(table).write_html(paths["figure"], include_plotlyjs="directory")
@@ -185,6 +187,6 @@ def write_report(out_dir: str | Path, table: pd.DataFrame, criteria: Sequence[Se
         lines += ["", f"## {title}", "", _md(df)]
     lines += ["", "## Clusters", "", _md(table)]
     paths["markdown"].write_text("\n".join(lines) + "\n", encoding="utf-8")
-    paths["html"].write_text(render_html(table, criteria, extra, sections, paths["figure"].name if "figure" in paths else None),
+    paths["html"].write_text(render_html(table, quality, extra, sections, paths["figure"].name if "figure" in paths else None),
                              encoding="utf-8")
     return paths
