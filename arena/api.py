@@ -210,18 +210,17 @@ def curation_categories(run_dir: PathLike) -> pd.DataFrame:
 
     # topics.json holds the topic labels too (load_assignments reads them there): no need to
     # read clusters.jsonl, one line per prompt
-    meta = json.loads((Path(run_dir) / "topics.json").read_text(encoding="utf-8"))
-    return hierarchy_table(meta.get("hierarchy") or {}, {int(k): v for k, v in meta.get("labels", {}).items()})
+    path = Path(run_dir) / "topics.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    return hierarchy_table(meta.get("hierarchy") or {}, {int(k): v for k, v in meta.get("labels", {}).items()}, path=str(path))
 
 
 def curation_contamination(run_dir: PathLike) -> pd.DataFrame:
     """The contamination gate's flags, most similar first: similarity, prompt, nearest benchmark
     prompt and its ``file:id`` (empty when the gate flagged nothing or did not run)."""
-    from arena.io.jsonl import read_jsonl
-    from benchbuilder.report import contamination_table
+    from benchbuilder.report import read_contamination_table
 
-    path = Path(run_dir) / "contamination.jsonl"
-    return contamination_table([r for _, r in read_jsonl(path, torn_tail="skip")] if path.exists() else [])
+    return read_contamination_table(Path(run_dir) / "contamination.jsonl")
 
 
 def _curation_prompts(run: Path) -> dict[str, str]:

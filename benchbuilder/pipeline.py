@@ -312,7 +312,7 @@ class Pipeline:
 
     def report(self) -> dict[str, Path]:
         from benchbuilder.cluster import load_assignments
-        from benchbuilder.report import cluster_table, contamination_table, hierarchy_table, write_report
+        from benchbuilder.report import cluster_table, hierarchy_table, read_contamination_table, write_report
 
         recs = self.prompts()
         clusters, labels = load_assignments(self.out / "clusters.jsonl")
@@ -332,13 +332,14 @@ class Pipeline:
         hierarchy = meta.get("hierarchy") or {}
         if hierarchy.get("categories"):
             n = sum(k != "-1" for k in hierarchy["categories"])
-            sections.append((f"Topic hierarchy: {n} broad categories and their topics", hierarchy_table(hierarchy, labels)))
+            sections.append((f"Topic hierarchy: {n} broad categories and their topics",
+                             hierarchy_table(hierarchy, labels, path=str(self.out / "topics.json"))))
         cont = self.out / "contamination.json"
         if cont.exists():
             summ = json.loads(cont.read_text())
             extra["contamination gate"] = {"flagged": f"{summ['flagged']} of {summ['checked']} prompts", "rule": f"cosine ≥ {summ['threshold']} or word overlap ≥ {summ['lexical']}",
                                            "action": summ["action"], "benchmark prompts": summ["references"], "flagged by reference": summ["flagged_by_reference"]}
-            flags = contamination_table([r for _, r in read_jsonl(self.out / "contamination.jsonl")])
+            flags = read_contamination_table(self.out / "contamination.jsonl")
             if len(flags):
                 sections.append(("Contamination gate: flagged prompts and their nearest benchmark prompts", flags.head(50)))
         return write_report(self.out / "report", table, [a.criteria for a in ok.values()], extra, sections)

@@ -36,13 +36,29 @@ def cluster_table(clusters: Mapping[str, int], labels: Mapping[int, str], prompt
     return pd.DataFrame(rows).sort_values(["size", "cluster"], ascending=[False, True]).reset_index(drop=True)
 
 
-def hierarchy_table(hierarchy: Mapping, labels: Mapping[int, str]) -> pd.DataFrame:
+def hierarchy_table(hierarchy: Mapping, labels: Mapping[int, str], *, path: str | None = None) -> pd.DataFrame:
     """One row per broad category (``topics.json``'s ``hierarchy``): its label, prompts, number of
-    topics, keywords and its topics' labels, largest first (the outlier category "-1" too, when there is one)."""
-    rows = [{"category": c["label"], "prompts": c["prompts"], "topics": len(c["topics"]), "keywords": ", ".join(c["keywords"][:8]),
-             "its topics (largest first)": "; ".join(labels.get(t, str(t)) for t in c["topics"])}
-            for c in (hierarchy.get("categories") or {}).values()]
+    topics, keywords and its topics' labels, largest first (the outlier category "-1" too, when there
+    is one). A category without its fields is an ``InputError`` naming ``path`` and the category."""
+    from arena.errors import InputError
+
+    rows = []
+    categories = hierarchy.get("categories") or {} if isinstance(hierarchy, Mapping) else None
+    if not isinstance(categories, Mapping):
+        raise InputError("expected an object of categories", path=path, field="hierarchy.categories")
+    for key, c in categories.items():
+        try:
+            rows.append({"category": str(c["label"]), "prompts": int(c["prompts"]), "topics": len(c["topics"]),
+                         "keywords": ", ".join(map(str, c["keywords"][:8])),
+                         "its topics (largest first)": "; ".join(labels.get(t, str(t)) for t in c["topics"])})
+        except KeyError as exc:
+            raise InputError(f"missing {exc.args[0]!r}", path=path, field=f"hierarchy.categories.{key}") from None
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"malformed category ({exc})", path=path, field=f"hierarchy.categories.{key}") from None
     return pd.DataFrame(rows, columns=["category", "prompts", "topics", "keywords", "its topics (largest first)"])
+
+
+FLAG_FIELDS = ("similarity", "reference", "reference_id", "reference_text")
 
 
 def contamination_table(flags: Sequence[Mapping], chars: int = 160) -> pd.DataFrame:
@@ -54,6 +70,25 @@ def contamination_table(flags: Sequence[Mapping], chars: int = 160) -> pd.DataFr
              "reference": reference_label(str(f["reference"]), str(f["reference_id"]))} for f in flags]
     df = pd.DataFrame(rows, columns=["similarity", "prompt", "nearest benchmark prompt", "reference"])
     return df.sort_values("similarity", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def read_contamination_table(path: str | Path) -> pd.DataFrame:
+    """:func:`contamination_table` of a ``contamination.jsonl`` (empty when there is none). A
+    record without its fields, or with a similarity that is not a number, is an ``InputError``
+    naming the file, line and field."""
+    from arena.errors import InputError
+    from arena.io.jsonl import read_jsonl
+
+    path = Path(path)
+    flags = []
+    for line, r in read_jsonl(path, torn_tail="skip") if path.exists() else ():
+        for name in FLAG_FIELDS:
+            if name not in r:
+                raise InputError("missing", path=str(path), line=line, field=name)
+        if isinstance(r["similarity"], bool) or not isinstance(r["similarity"], (int, float)):
+            raise InputError(f"must be a number, got {type(r['similarity']).__name__}", path=str(path), line=line, field="similarity")
+        flags.append(r)
+    return contamination_table(flags)
 
 
 def quality_shares(criteria: Sequence[Sequence[int]]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -101,6 +101,33 @@ def test_cli_report_errors_are_one_line(tmp_path: Path):
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
+def _break_hierarchy(run: Path, category) -> None:
+    meta = json.loads((run / "topics.json").read_text())
+    meta["hierarchy"]["categories"]["0"] = category
+    (run / "topics.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda r: _break_hierarchy(r, {"label": "x"}), "{run}/topics.json: field 'hierarchy.categories.0': missing 'prompts'"),
+    (lambda r: _break_hierarchy(r, {"label": "x", "prompts": 3, "topics": 7, "keywords": []}),
+     "{run}/topics.json: field 'hierarchy.categories.0': malformed category (object of type 'int' has no len())"),
+    (lambda r: (r / "contamination.jsonl").write_text('{"source_id": "s1", "prompt": "p"}\n'),
+     "{run}/contamination.jsonl:line 1: field 'similarity': missing"),
+    (lambda r: (r / "contamination.jsonl").write_text(
+        '{"similarity": "<b>0.9</b>", "reference": "a", "reference_id": "1", "reference_text": "t"}\n'),
+     "{run}/contamination.jsonl:line 1: field 'similarity': must be a number, got str"),
+])
+def test_broken_curation_records_are_one_line(tmp_path: Path, breakage, message):
+    # topics.json's hierarchy and contamination.jsonl are read by arena report and the pipeline's
+    # report alike: a record without its fields is one line naming the file (and line), exit 2
+    run = make_curation_run(tmp_path / "cur", hostile=True)
+    breakage(run)
+    r = CliRunner().invoke(app, ["report", str(run), "--output", str(tmp_path / "site")])
+    assert r.exit_code == 2, r.output
+    assert " ".join(r.output.split()).endswith("error: " + message.format(run=run)), r.output
+    assert "Traceback" not in r.output
+
+
 def test_cli_report_writes_and_prints_the_path(tmp_path: Path):
     run = make_arena_run(tmp_path / "run", n_models=2, n_questions=4)
     r = CliRunner().invoke(app, ["report", str(run), "--output", str(tmp_path / "site"), "--bootstrap", "10"])
