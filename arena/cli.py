@@ -362,7 +362,7 @@ def answers(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed
 @app.command()
 def judge(config: Path = CONFIG_OPT, dry_run: bool = DRY_RUN_OPT, retry_failed: bool = RETRY_OPT,
           target_ci: Optional[float] = typer.Option(None, "--target-ci", help="Adaptive judging: stop judging a model once its CI half-width is at most this (win-rate points) or it is separated from its neighbours."),
-          target_elo: Optional[float] = typer.Option(None, "--target-elo", min=0, help="Adaptive judging: as --target-ci, with the half-width in Elo points on the Bradley–Terry scale (keeps judging models with extreme win rates)."),
+          target_elo: Optional[float] = typer.Option(None, "--target-elo", help="Adaptive judging: as --target-ci, with the half-width in Elo points on the Bradley–Terry scale (keeps judging models with extreme win rates)."),
           budget: Optional[int] = typer.Option(None, "--budget", help="Adaptive judging: stop after about this many judge calls."),
           batch: int = typer.Option(25, "--batch", min=1, help="Adaptive judging: prompts per model per round."),
           min_prompts: int = typer.Option(50, "--min-prompts", min=1, help="Adaptive judging: no model stops before this many prompts."),

@@ -18,6 +18,7 @@ the last run stopped. ``--budget`` caps the judge calls made by this run (checke
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -39,6 +40,10 @@ class AdaptiveOptions:
     def __post_init__(self):
         if self.target_ci is not None and self.target_elo is not None:
             raise ValueError("give one precision target: --target-ci (win-rate points) or --target-elo (Elo points)")
+        for flag, v in (("--target-ci", self.target_ci), ("--target-elo", self.target_elo)):
+            # nan would silently turn the precision rule off, inf stop every model at once
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{flag} must be a positive number, got {v}")
 
     def precision_target(self) -> tuple[float | None, Scale]:
         """The half-width the stopping rule compares with, and the scale it is on."""

@@ -56,11 +56,17 @@ def test_budget_stops_between_rounds(fake_server, tmp_path):
     assert srv.stats()["hits"] == 200
 
 
-def test_two_precision_targets_are_one_line(tmp_path):
+@pytest.mark.parametrize("args, message", [
+    (["--target-ci", "5", "--target-elo", "100"], "give one precision target: --target-ci (win-rate points) or --target-elo (Elo points)"),
+    (["--target-elo", "nan"], "--target-elo must be a positive number, got nan"),
+    (["--target-ci", "inf"], "--target-ci must be a positive number, got inf"),
+    (["--target-ci", "-3"], "--target-ci must be a positive number, got -3.0"),
+])
+def test_bad_precision_targets_are_one_line(tmp_path, args, message):
     cfg = judge_config(tmp_path, "http://127.0.0.1:9/v1", ["m60"], 2, {})
-    res = arena("judge", "--config", str(cfg), "--target-ci", "5", "--target-elo", "100")
+    res = arena("judge", "--config", str(cfg), *args)
     assert res.returncode == 2
-    assert res.stderr.strip() == "error: give one precision target: --target-ci (win-rate points) or --target-elo (Elo points)"
+    assert res.stderr.strip() == f"error: {message}"
 
 
 @pytest.mark.parametrize("judge, message", [
